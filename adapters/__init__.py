@@ -1,0 +1,116 @@
+"""Framework adapters: each turns one framework's layout text into a canonical :class:`~verifier.Layout`.
+
+A *layout spec* is ``FRAMEWORK:TEXT`` (``triton:#ttg.blocked<...>``, ``cute:(4,8):(8,1)``,
+``tilus:local(2,1).spatial(8,4)``, ``iree:#iree_vector_ext.nested_layout<...>``,
+``ptx:mma.m16n8k16.f16.A``, ``amd:...``). Without a known prefix the framework is guessed from
+the text. ``@PATH`` as TEXT reads the text from a file.
+
+Every adapter module exposes ``parse(text, shape=None, **options) -> Layout`` and raises only
+:class:`~verifier.errors.LayoutError` subclasses on bad input.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+from verifier.errors import LayoutError
+
+#: framework name -> module implementing ``parse``
+FRAMEWORKS = {
+    "triton": "adapters.triton",
+    "cute": "adapters.cute",
+    "tilus": "adapters.tilus",
+    "iree": "adapters.iree",
+    "ptx": "adapters.ptx",
+    "amd": "adapters.amd",
+}
+
+MAX_TEXT = 1 << 20
+
+
+def guess_framework(text: str) -> str:
+    t = text.lstrip()
+    if t.startswith(("#ttg.", "#triton_gpu.", "tensor<", "!ttg.memdesc<", "#blocked", "#mma", "#shared")):
+        return "triton"
+    if t.startswith("#iree_vector_ext.") or t.startswith("#iree"):
+        return "iree"
+    if re.match(r"(RegisterLayout\(|(local|spatial|column_spatial|column_local|replicated|auto_local_spatial|register_layout)\s*\()", t):
+        return "tilus"
+    if re.match(r"(mma|wgmma|ldmatrix)\.", t):
+        return "ptx"
+    if re.match(r"(v_)?(mfma|wmma)", t):
+        return "amd"
+    if t.startswith(("(", "Sw<", "_")) or re.match(r"^\d", t) or re.match(r"^(SM\d|logical_|blocked_|raked_|zipped_|tiled_|flat_|coalesce|composition|complement|right_inverse|left_inverse|make_layout)", t):
+        return "cute"
+    raise LayoutError(f"cannot tell which framework {text[:40]!r} is; write it as FRAMEWORK:TEXT "
+                      f"with FRAMEWORK one of {', '.join(FRAMEWORKS)}")
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """``"cute:(4,8):(8,1)"`` -> ``("cute", "(4,8):(8,1)")``; guesses when no known prefix."""
+    if not isinstance(spec, str):
+        raise LayoutError(f"a layout spec must be text, got {type(spec).__name__}")
+    if len(spec) > MAX_TEXT:
+        raise LayoutError(f"layout text of {len(spec)} characters is too long (limit {MAX_TEXT})")
+    head, sep, rest = spec.partition(":")
+    if sep and head.strip().lower() in FRAMEWORKS:
+        fw, text = head.strip().lower(), rest
+    else:
+        fw, text = guess_framework(spec), spec
+    text = text.strip()
+    if text.startswith("@"):
+        path = Path(text[1:])
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise LayoutError(f"cannot read layout text from {str(path)!r}: {e.strerror}") from None
+        if len(text) > MAX_TEXT:
+            raise LayoutError(f"layout file {str(path)!r} is too long")
+    if not text.strip():
+        raise LayoutError(f"empty {fw} layout text")
+    return fw, text.strip()
+
+
+def adapter(framework: str):
+    mod = FRAMEWORKS.get(framework)
+    if mod is None:
+        raise LayoutError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
+    try:
+        return importlib.import_module(mod)
+    except ModuleNotFoundError as e:
+        if e.name == mod:
+            raise LayoutError(f"the {framework} adapter is not available in this build") from None
+        raise
+
+
+def parse_spec(spec: str, shape=None, **options):
+    """Parse ``FRAMEWORK:TEXT`` into a canonical layout."""
+    fw, text = split_spec(spec)
+    return adapter(fw).parse(text, shape=shape, **options)
+
+
+def parse_shape(text: str | None):
+    """``"64x64"`` / ``"64,64"`` / ``"[64, 64]"`` -> ``(64, 64)``; None stays None."""
+    if text is None:
+        return None
+    t = text.strip().strip("[]()")
+    parts = [p for p in re.split(r"[x×,\s]+", t) if p]
+    if not parts:
+        raise LayoutError(f"empty shape {text!r}")
+    out = []
+    for p in parts:
+        if not re.fullmatch(r"\d+", p):
+            raise LayoutError(f"bad shape {text!r}: {p!r} is not a positive integer")
+        v = int(p)
+        if v < 1:
+            raise LayoutError(f"bad shape {text!r}: sizes must be positive")
+        out.append(v)
+    if len(out) > 8:
+        raise LayoutError(f"shape {text!r} has {len(out)} dims; at most 8 are supported")
+    total = 1
+    for v in out:
+        total *= v
+    if total > 1 << 32:
+        raise LayoutError(f"shape {text!r} has {total} elements, more than 2^32")
+    return tuple(out)

@@ -1,0 +1,54 @@
+"""The parsed form of a TTGIR layout attribute, shared by the Triton adapter's modules.
+
+The parser (``adapters.triton.parser``) turns ``#ttg.blocked<{sizePerThread = [1, 4], ...}>``
+into ``Attr(kind="blocked", params={"sizePerThread": [1, 4], ...})``. Values are ints, bools,
+strings, (nested) lists of those, or nested :class:`Attr` (``parent = #ttg.nvidia_mma<...>``).
+Encoding modules register a converter per kind with :func:`encoding`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from verifier.errors import LayoutError
+
+
+@dataclass(frozen=True)
+class Attr:
+    kind: str                       # "blocked", "nvidia_mma", "dot_op", "slice", "amd_mfma", ...
+    params: dict[str, Any] = field(default_factory=dict)
+    column: int | None = None       # 1-based column of the attribute in the source text
+    text: str = ""                  # the source text of this attribute
+
+    def get(self, key: str, default=None):
+        return self.params.get(key, default)
+
+    def require(self, key: str):
+        if key not in self.params:
+            raise LayoutError(f"#{self.kind} needs a {key!r} parameter")
+        return self.params[key]
+
+
+#: kind -> converter(attr, shape, **options) -> verifier.Layout
+ENCODINGS: dict[str, Callable] = {}
+
+#: parent kind -> converter(dot_op attr, parent attr, shape, **options) -> verifier.Layout
+DOT_OPERAND_PARENTS: dict[str, Callable] = {}
+
+
+def encoding(*kinds: str):
+    """Decorator: register a converter for one or more attribute kinds."""
+    def deco(fn):
+        for k in kinds:
+            ENCODINGS[k] = fn
+        return fn
+    return deco
+
+
+def dot_operand_parent(*kinds: str):
+    """Decorator: register the dot_op converter for a parent kind."""
+    def deco(fn):
+        for k in kinds:
+            DOT_OPERAND_PARENTS[k] = fn
+        return fn
+    return deco

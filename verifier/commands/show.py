@@ -1,0 +1,60 @@
+"""``layoutverify show SPEC``: the canonical form of one layout, its bases or map, and its grid."""
+from __future__ import annotations
+
+import json
+
+from adapters import adapter, parse_shape, split_spec
+
+from .common import add_layout_options, layout_options
+
+
+def register(sub) -> None:
+    p = sub.add_parser("show", help="print a layout's canonical form and its grid",
+                       description="Parse a layout in any framework's text and print its hardware and logical "
+                                   "dims, its F2 bases (or symbolic map), its fingerprint and the grid of "
+                                   "which thread/register holds each element.")
+    p.add_argument("spec", metavar="FRAMEWORK:TEXT", help="the layout, e.g. 'triton:#ttg.nvidia_mma<...>'")
+    add_layout_options(p)
+    p.add_argument("--native", action="store_true",
+                   help="also ask the installed framework for its own layout and say whether it agrees")
+    p.add_argument("--no-grid", action="store_true", help="omit the grid")
+    p.add_argument("--max-cells", type=int, default=4096, help="largest tensor drawn as a grid (default 4096)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    fw, text = split_spec(args.spec)
+    shape = parse_shape(args.shape)
+    opts = layout_options(args)
+    mod = adapter(fw)
+    ours = mod.parse(text, shape=shape, **opts)
+    native = None
+    if args.native:
+        if not hasattr(mod, "native"):
+            from verifier.errors import UnsupportedError
+            raise UnsupportedError(f"--native is not available for {fw}")
+        native = mod.native(text, shape=shape, **opts)
+    agree = None
+    if native is not None:
+        agree = native.in_dims == ours.in_dims and native.out_dims == ours.out_dims and \
+            native.f2_bases() == ours.f2_bases() and native.fingerprint() == ours.fingerprint()
+    if args.json:
+        out = {"framework": fw, "layout": ours.normal_form(), "fingerprint": ours.fingerprint(),
+               "f2_linear": ours.is_f2_linear(), "kind": ours.kind}
+        if native is not None:
+            out["native"] = {"layout": native.normal_form(), "fingerprint": native.fingerprint(), "agree": agree}
+        print(json.dumps(out))
+    else:
+        print(f"{fw} layout ({ours.kind})")
+        print(ours.describe())
+        if not args.no_grid:
+            print()
+            print(ours.render(max_cells=args.max_cells))
+        if native is not None:
+            print()
+            print(f"native {fw}:")
+            print(native.describe())
+            print()
+            print("agree: yes (identical normal form)" if agree else "agree: NO: the native layout differs from ours")
+    return 0 if agree in (None, True) else 1

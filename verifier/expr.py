@@ -1,0 +1,448 @@
+"""Symbolic integer expressions over hardware indices (DESIGN.md §1).
+
+A layout's map gives each logical coordinate as an expression of the hardware indices, built from
+constants, ``+``, ``* const``, ``// const``, ``% const``, ``^``, ``& const``, ``>> const`` and
+``<< const``. Those cover F2-linear layouts (XOR of bases), mixed-radix strides (CuTe, Tilus, IREE)
+and swizzles. A ``Lookup`` leaf holds an explicit table for layouts given only as a table.
+
+All values are non-negative integers. The same expression is
+
+* evaluated over whole index arrays with numpy (:func:`evaluate`),
+* bounded by interval arithmetic (:func:`upper_bound`), which picks a bit-vector width,
+* lowered to z3 bit-vectors (:func:`to_z3`) for proofs, all operations unsigned.
+
+Python operators build expressions with light constant folding: ``Var("lane") % 4 * 2 + 1``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from .errors import LayoutError
+
+
+class Expr:
+    """Base of the expression tree. Instances are immutable and hashable."""
+
+    __slots__ = ()
+
+    # -- builders with constant folding --------------------------------------------------------
+    def __add__(self, other):
+        other = lift(other)
+        if isinstance(other, Const) and other.value == 0:
+            return self
+        if isinstance(self, Const) and self.value == 0:
+            return other
+        if isinstance(self, Const) and isinstance(other, Const):
+            return Const(self.value + other.value)
+        return Add(self, other)
+
+    __radd__ = __add__
+
+    def __mul__(self, c):
+        c = _const_arg(c, "*")
+        if c == 0:
+            return Const(0)
+        if c == 1:
+            return self
+        if isinstance(self, Const):
+            return Const(self.value * c)
+        if isinstance(self, Mul):
+            return Mul(self.a, self.c * c)
+        return Mul(self, c)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, c):
+        c = _const_arg(c, "//", positive=True)
+        if c == 1:
+            return self
+        if isinstance(self, Const):
+            return Const(self.value // c)
+        if isinstance(self, FloorDiv):
+            return FloorDiv(self.a, self.c * c)
+        return FloorDiv(self, c)
+
+    def __mod__(self, c):
+        c = _const_arg(c, "%", positive=True)
+        if c == 1:
+            return Const(0)
+        if isinstance(self, Const):
+            return Const(self.value % c)
+        return Mod(self, c)
+
+    def __xor__(self, other):
+        other = lift(other)
+        if isinstance(other, Const) and other.value == 0:
+            return self
+        if isinstance(self, Const) and self.value == 0:
+            return other
+        if isinstance(self, Const) and isinstance(other, Const):
+            return Const(self.value ^ other.value)
+        return Xor(self, other)
+
+    __rxor__ = __xor__
+
+    def __and__(self, c):
+        c = _const_arg(c, "&")
+        if c == 0:
+            return Const(0)
+        if isinstance(self, Const):
+            return Const(self.value & c)
+        return And(self, c)
+
+    def __rshift__(self, c):
+        c = _const_arg(c, ">>")
+        if c == 0:
+            return self
+        if isinstance(self, Const):
+            return Const(self.value >> c)
+        return Shr(self, c)
+
+    def __lshift__(self, c):
+        c = _const_arg(c, "<<")
+        if c == 0:
+            return self
+        if isinstance(self, Const):
+            return Const(self.value << c)
+        return Shl(self, c)
+
+
+def _const_arg(c, op: str, positive: bool = False) -> int:
+    if isinstance(c, Const):
+        c = c.value
+    if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer)):
+        raise LayoutError(f"the right operand of {op!r} must be an integer constant, got {c!r}")
+    c = int(c)
+    if c < 0 or (positive and c == 0):
+        raise LayoutError(f"the right operand of {op!r} must be {'positive' if positive else 'non-negative'}, got {c}")
+    return c
+
+
+def lift(x) -> Expr:
+    """An :class:`Expr` as is; a non-negative Python integer as a :class:`Const`."""
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        if x < 0:
+            raise LayoutError(f"layout expressions are non-negative; got the constant {x}")
+        return Const(int(x))
+    raise LayoutError(f"not an expression: {x!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Var(Expr):
+    name: str
+
+    def __str__(self):
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Const(Expr):
+    value: int
+
+    def __str__(self):
+        return str(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Add(Expr):
+    a: Expr
+    b: Expr
+
+    def __str__(self):
+        return f"{_paren(self.a, 1)} + {_paren(self.b, 1)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Xor(Expr):
+    a: Expr
+    b: Expr
+
+    def __str__(self):
+        return f"{_paren(self.a, 0)} ^ {_paren(self.b, 0)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Mul(Expr):
+    a: Expr
+    c: int
+
+    def __str__(self):
+        return f"{_paren(self.a, 2)}*{self.c}"
+
+
+@dataclass(frozen=True, slots=True)
+class FloorDiv(Expr):
+    a: Expr
+    c: int
+
+    def __str__(self):
+        return f"{_paren(self.a, 2)}//{self.c}"
+
+
+@dataclass(frozen=True, slots=True)
+class Mod(Expr):
+    a: Expr
+    c: int
+
+    def __str__(self):
+        return f"{_paren(self.a, 2)}%{self.c}"
+
+
+@dataclass(frozen=True, slots=True)
+class And(Expr):
+    a: Expr
+    c: int
+
+    def __str__(self):
+        return f"{_paren(self.a, 0)} & {self.c}"
+
+
+@dataclass(frozen=True, slots=True)
+class Shr(Expr):
+    a: Expr
+    c: int
+
+    def __str__(self):
+        return f"{_paren(self.a, 3)} >> {self.c}"
+
+
+@dataclass(frozen=True, slots=True)
+class Shl(Expr):
+    a: Expr
+    c: int
+
+    def __str__(self):
+        return f"{_paren(self.a, 3)} << {self.c}"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Lookup(Expr):
+    """``values[index]``: an explicit table indexed by an expression (compared by identity)."""
+
+    index: Expr
+    values: np.ndarray
+
+    def __str__(self):
+        return f"table[{len(self.values)}]({self.index})"
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other
+
+
+# Binding strength for printing: higher binds tighter.
+_PREC = {Xor: 0, And: 0, Add: 1, Mul: 2, FloorDiv: 2, Mod: 2, Shr: 3, Shl: 3}
+
+
+def _paren(e: Expr, prec: int) -> str:
+    p = _PREC.get(type(e))
+    s = str(e)
+    return f"({s})" if p is not None and p < prec else s
+
+
+# ---------------------------------------------------------------------------------------------
+def _children(e: Expr) -> tuple:
+    if isinstance(e, (Add, Xor)):
+        return (e.a, e.b)
+    if isinstance(e, (Mul, FloorDiv, Mod, And, Shr, Shl)):
+        return (e.a,)
+    if isinstance(e, Lookup):
+        return (e.index,)
+    return ()
+
+
+def variables(e: Expr) -> set[str]:
+    """Names of the variables an expression reads."""
+    out: set[str] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Var):
+            out.add(x.name)
+        stack.extend(_children(x))
+    return out
+
+
+def evaluate(e: Expr, env: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Evaluate over numpy int64 arrays (all of one shape); shared subtrees are computed once."""
+    memo: dict[int, np.ndarray] = {}
+
+    def ev(x: Expr):
+        key = id(x)
+        if key in memo:
+            return memo[key]
+        if isinstance(x, Var):
+            try:
+                r = env[x.name]
+            except KeyError:
+                raise LayoutError(f"expression reads an unknown index {x.name!r}") from None
+        elif isinstance(x, Const):
+            r = np.int64(x.value)
+        elif isinstance(x, Add):
+            r = ev(x.a) + ev(x.b)
+        elif isinstance(x, Xor):
+            r = np.bitwise_xor(ev(x.a), ev(x.b))
+        elif isinstance(x, Mul):
+            r = ev(x.a) * np.int64(x.c)
+        elif isinstance(x, FloorDiv):
+            r = ev(x.a) // np.int64(x.c)
+        elif isinstance(x, Mod):
+            r = ev(x.a) % np.int64(x.c)
+        elif isinstance(x, And):
+            r = np.bitwise_and(ev(x.a), np.int64(x.c))
+        elif isinstance(x, Shr):
+            r = np.right_shift(ev(x.a), np.int64(x.c))
+        elif isinstance(x, Shl):
+            r = np.left_shift(ev(x.a), np.int64(x.c))
+        elif isinstance(x, Lookup):
+            r = x.values[ev(x.index)]
+        else:  # pragma: no cover - closed set of node types
+            raise TypeError(type(x))
+        memo[key] = r
+        return r
+
+    return ev(e)
+
+
+def upper_bound(e: Expr, bounds: Mapping[str, int]) -> int:
+    """An upper bound (inclusive) of ``e`` when each variable ``v`` ranges over ``[0, bounds[v]]``."""
+    memo: dict[int, int] = {}
+
+    def ub(x: Expr) -> int:
+        key = id(x)
+        if key in memo:
+            return memo[key]
+        if isinstance(x, Var):
+            r = int(bounds[x.name])
+        elif isinstance(x, Const):
+            r = x.value
+        elif isinstance(x, Add):
+            r = ub(x.a) + ub(x.b)
+        elif isinstance(x, Xor):
+            r = (1 << max(ub(x.a), ub(x.b)).bit_length()) - 1
+        elif isinstance(x, Mul):
+            r = ub(x.a) * x.c
+        elif isinstance(x, FloorDiv):
+            r = ub(x.a) // x.c
+        elif isinstance(x, Mod):
+            r = min(ub(x.a), x.c - 1)
+        elif isinstance(x, And):
+            r = min(ub(x.a), x.c)
+        elif isinstance(x, Shr):
+            r = ub(x.a) >> x.c
+        elif isinstance(x, Shl):
+            r = ub(x.a) << x.c
+        elif isinstance(x, Lookup):
+            r = int(x.values.max()) if len(x.values) else 0
+        else:  # pragma: no cover
+            raise TypeError(type(x))
+        memo[key] = r
+        return r
+
+    return ub(e)
+
+
+def substitute(e: Expr, mapping: Mapping[str, Expr]) -> Expr:
+    """Replace variables by expressions (used by composition)."""
+    memo: dict[int, Expr] = {}
+
+    def sub(x: Expr) -> Expr:
+        key = id(x)
+        if key in memo:
+            return memo[key]
+        if isinstance(x, Var):
+            r = mapping.get(x.name, x)
+        elif isinstance(x, Const):
+            r = x
+        elif isinstance(x, Add):
+            r = sub(x.a) + sub(x.b)
+        elif isinstance(x, Xor):
+            r = sub(x.a) ^ sub(x.b)
+        elif isinstance(x, Mul):
+            r = sub(x.a) * x.c
+        elif isinstance(x, FloorDiv):
+            r = sub(x.a) // x.c
+        elif isinstance(x, Mod):
+            r = sub(x.a) % x.c
+        elif isinstance(x, And):
+            r = sub(x.a) & x.c
+        elif isinstance(x, Shr):
+            r = sub(x.a) >> x.c
+        elif isinstance(x, Shl):
+            r = sub(x.a) << x.c
+        elif isinstance(x, Lookup):
+            r = Lookup(sub(x.index), x.values)
+        else:  # pragma: no cover
+            raise TypeError(type(x))
+        memo[key] = r
+        return r
+
+    return sub(e)
+
+
+def to_z3(e: Expr, env: Mapping[str, object], width: int):
+    """Lower to a z3 bit-vector term of ``width`` bits; ``env`` maps variable names to z3 terms.
+
+    All operations are unsigned (``UDiv``, ``URem``, ``LShR``). The caller picks ``width`` large
+    enough (see :func:`upper_bound`) that no intermediate value wraps.
+    """
+    import z3
+
+    memo: dict[int, object] = {}
+
+    def bv(v: int):
+        return z3.BitVecVal(v, width)
+
+    def lo(x: Expr):
+        key = id(x)
+        if key in memo:
+            return memo[key]
+        if isinstance(x, Var):
+            r = env[x.name]
+        elif isinstance(x, Const):
+            r = bv(x.value)
+        elif isinstance(x, Add):
+            r = lo(x.a) + lo(x.b)
+        elif isinstance(x, Xor):
+            r = lo(x.a) ^ lo(x.b)
+        elif isinstance(x, Mul):
+            r = lo(x.a) * bv(x.c)
+        elif isinstance(x, FloorDiv):
+            r = z3.UDiv(lo(x.a), bv(x.c))
+        elif isinstance(x, Mod):
+            r = z3.URem(lo(x.a), bv(x.c))
+        elif isinstance(x, And):
+            r = lo(x.a) & bv(x.c)
+        elif isinstance(x, Shr):
+            r = z3.LShR(lo(x.a), bv(x.c))
+        elif isinstance(x, Shl):
+            r = lo(x.a) << bv(x.c)
+        elif isinstance(x, Lookup):
+            r = _z3_mux(lo(x.index), [int(v) for v in x.values], width)
+        else:  # pragma: no cover
+            raise TypeError(type(x))
+        memo[key] = r
+        return r
+
+    return lo(e)
+
+
+def _z3_mux(index, values: list[int], width: int):
+    """``values[index]`` as a balanced tree of ``If`` on the bits of ``index``."""
+    import z3
+
+    n = len(values)
+    nbits = max(1, (n - 1).bit_length())
+    level = [z3.BitVecVal(v, width) for v in values]
+    level += [level[-1]] * ((1 << nbits) - n)
+    for bit in range(nbits):
+        sel = z3.Extract(bit, bit, index) == 1
+        level = [z3.If(sel, level[i + 1], level[i]) for i in range(0, len(level), 2)]
+    return level[0]

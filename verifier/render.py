@@ -1,0 +1,76 @@
+"""Terminal rendering of a layout as a grid over the logical tensor.
+
+Each cell shows who holds that element, like Triton's tensor view and Tilus's grid:
+
+* register layouts: ``T{thread}:{register}`` with the flat thread id
+  ``thread = lane + lanes * warp`` (DESIGN.md §1); ``B{block}/`` is prefixed when the layout has
+  more than one block; replicated elements list every holder joined by ``|``.
+* memory layouts: the offset (``B{block}/`` prefix as above).
+* partial layouts: ``.`` marks an element nobody holds.
+
+Rows are ``dim0`` and columns ``dim1``; a 1-D tensor is one row; for rank > 2 every 2-D slice
+over the last two dims is printed under its leading index.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+
+def holder_labels(layout) -> list[list[str]]:
+    """For each flat logical element (row-major), the labels of its holders in hardware order."""
+    hw = layout.hardware_indices()
+    flat = layout.flat_table()
+    idx = {n: hw[:, i] for i, n in enumerate(layout.in_names)}
+    nblocks = layout.in_size("block")
+    if layout.kind == "memory":
+        base = [str(int(o)) for o in idx.get("offset", np.zeros(len(flat), np.int64))]
+    else:
+        lanes = layout.in_size("lane")
+        thread = idx.get("lane", 0) + lanes * idx.get("warp", 0)
+        thread = np.broadcast_to(thread, flat.shape)
+        reg = np.broadcast_to(idx.get("register", 0), flat.shape)
+        base = [f"T{int(t)}:{int(r)}" for t, r in zip(thread, reg)]
+    if nblocks > 1:
+        blocks = idx["block"]
+        base = [f"B{int(b)}/{s}" for b, s in zip(blocks, base)]
+    cells: list[list[str]] = [[] for _ in range(layout.out_size())]
+    for f, lab in zip(flat.tolist(), base):
+        cells[f].append(lab)
+    return cells
+
+
+def render_grid(layout, *, max_cells: int = 4096, max_holders: int = 4) -> str:
+    """The grid as text. Refuses (with a note) tensors of more than ``max_cells`` elements."""
+    shape = layout.out_sizes
+    if layout.out_size() > max_cells:
+        return f"(grid of {layout.out_size()} elements not drawn; limit {max_cells})"
+    cells = holder_labels(layout)
+    texts = []
+    for c in cells:
+        if not c:
+            texts.append(".")
+        elif len(c) > max_holders:
+            texts.append("|".join(c[:max_holders]) + f"|+{len(c) - max_holders}")
+        else:
+            texts.append("|".join(c))
+    width = max(len(t) for t in texts)
+    if len(shape) == 1:
+        shape2 = (1, shape[0])
+        lead = [()]
+    else:
+        shape2 = shape[-2:]
+        lead = list(itertools.product(*(range(s) for s in shape[:-2])))
+    rows, cols = shape2
+    out = []
+    colw = max(width, len(str(cols - 1)))
+    for li, l in enumerate(lead):
+        if l:
+            out.append(f"[{', '.join(map(str, l))}, :, :]")
+        out.append(" " * (len(str(rows - 1)) + 2) + " ".join(str(c).rjust(colw) for c in range(cols)))
+        base = li * rows * cols
+        for r in range(rows):
+            line = " ".join(texts[base + r * cols + c].rjust(colw) for c in range(cols))
+            out.append(f"{str(r).rjust(len(str(rows - 1)))}: {line}")
+    return "\n".join(out)
