@@ -446,3 +446,29 @@ def _z3_mux(index, values: list[int], width: int):
         sel = z3.Extract(bit, bit, index) == 1
         level = [z3.If(sel, level[i + 1], level[i]) for i in range(0, len(level), 2)]
     return level[0]
+
+
+def max_intermediate(e: Expr, bounds: Mapping[str, int]) -> int:
+    """Largest value any sub-expression of ``e`` can take (inclusive) under ``bounds``.
+
+    A bit-vector lowering must not wrap at *any* node: ``(x * 7) % 3`` ends below 3 but its
+    product does not.
+    """
+    best = 0
+    stack = [e]
+    seen: set[int] = set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        best = max(best, upper_bound(x, bounds))
+        stack.extend(_children(x))
+    return best
+
+
+def bit_width(exprs, bounds: Mapping[str, int], extra: int = 0) -> int:
+    """A bit-vector width in which no node of any of ``exprs`` wraps (plus one spare bit), and
+    that also holds every variable bound and ``extra``."""
+    m = max([max_intermediate(e, bounds) for e in exprs] + [int(v) for v in bounds.values()] + [int(extra), 1])
+    return m.bit_length() + 1

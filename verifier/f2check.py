@@ -15,7 +15,8 @@ def prove_f2_linear(layout, bases, timeout_ms: int = 10_000) -> bool:
     import z3
 
     bounds = {n: s - 1 for n, s in layout.in_dims}
-    width = max([E.upper_bound(e, bounds) for e in layout.exprs] + list(bounds.values()) + [1]).bit_length() + 2
+    cand = max((max(v) if v else 0) for vs in bases.values() for v in vs) if bases else 0
+    width = E.bit_width(layout.exprs, bounds, extra=max(cand, max(layout.out_sizes)))
     env = {n: z3.BitVec(n, width) for n in layout.in_names}
     s = z3.Solver()
     s.set("timeout", timeout_ms)

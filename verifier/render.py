@@ -3,9 +3,9 @@
 Each cell shows who holds that element, like Triton's tensor view and Tilus's grid:
 
 * register layouts: ``T{thread}:{register}`` with the flat thread id
-  ``thread = lane + lanes * warp`` (DESIGN.md §1); ``B{block}/`` is prefixed when the layout has
-  more than one block; replicated elements list every holder joined by ``|``.
-* memory layouts: the offset (``B{block}/`` prefix as above).
+  ``thread = lane + lanes * warp`` (DESIGN.md §1); ``B{block}:`` is prefixed when the layout has
+  more than one block (Triton's spelling); replicated elements list every holder joined by ``|``.
+* memory layouts: the offset (``B{block}:`` prefix as above).
 * partial layouts: ``.`` marks an element nobody holds.
 
 Rows are ``dim0`` and columns ``dim1``; a 1-D tensor is one row; for rank > 2 every 2-D slice
@@ -34,15 +34,16 @@ def holder_labels(layout) -> list[list[str]]:
         base = [f"T{int(t)}:{int(r)}" for t, r in zip(thread, reg)]
     if nblocks > 1:
         blocks = idx["block"]
-        base = [f"B{int(b)}/{s}" for b, s in zip(blocks, base)]
+        base = [f"B{int(b)}:{s}" for b, s in zip(blocks, base)]
     cells: list[list[str]] = [[] for _ in range(layout.out_size())]
     for f, lab in zip(flat.tolist(), base):
         cells[f].append(lab)
     return cells
 
 
-def render_grid(layout, *, max_cells: int = 4096, max_holders: int = 4) -> str:
-    """The grid as text. Refuses (with a note) tensors of more than ``max_cells`` elements."""
+def render_grid(layout, *, max_cells: int = 4096, max_holders: int | None = 4) -> str:
+    """The grid as text. Refuses (with a note) tensors of more than ``max_cells`` elements;
+    cells with more than ``max_holders`` holders (None: no limit) end in ``|+N``."""
     shape = layout.out_sizes
     if layout.out_size() > max_cells:
         return f"(grid of {layout.out_size()} elements not drawn; limit {max_cells})"
@@ -51,7 +52,7 @@ def render_grid(layout, *, max_cells: int = 4096, max_holders: int = 4) -> str:
     for c in cells:
         if not c:
             texts.append(".")
-        elif len(c) > max_holders:
+        elif max_holders is not None and len(c) > max_holders:
             texts.append("|".join(c[:max_holders]) + f"|+{len(c) - max_holders}")
         else:
             texts.append("|".join(c))

@@ -1,0 +1,417 @@
+"""Compare two layouts and prove the verdict (DESIGN.md §3).
+
+``compare(a, b)`` answers with the strongest verdict that holds:
+
+``equal``
+    same logical dims and sizes, same hardware sizes (an absent hardware dim counts as size 1,
+    so "no ``block`` dim" equals ``block = 1``), and every hardware location holds the same
+    element in both.
+``equal_up_to_register_order``
+    every thread, i.e. every value of the hardware dims other than ``register``
+    (``lane, warp, block`` for register layouts), holds the same *set* of elements in both; only
+    the register numbering differs. Sets, not lists: a thread holding ``{x, x, y, y}`` in four
+    registers matches one holding ``{x, y}`` in two. Memory layouts have no ``register`` dim, so
+    for them this verdict never applies.
+``not_equal``
+    none of the above, but both cover the same elements; the witness is a hardware location and
+    the element each layout puts there (``None`` where the location exists in one layout only).
+    When register order is the question, the witness location holds, in the layout named
+    first, an element that the same thread does not hold in any register of the other.
+``different_tensors``
+    logical dims/sizes differ, or the sets of covered elements differ; the witness is an element
+    held by one layout and not the other (with a hardware location holding it), or a description
+    of the shape mismatch.
+``unknown``
+    the solver ran out of time or resources; never reported as equal.
+
+Strategies (``method``):
+
+``f2``     both layouts F2-linear: bases compared with GF(2) ranks and spans (:mod:`verifier.f2`).
+``z3``     everything else: bit-vector queries over the symbolic maps (:mod:`verifier.smt`),
+           each with a time limit; every query can be written out as SMT-LIB2.
+``table``  explicit evaluation of both tables: the independent cross-check used by tests.
+``auto``   ``f2`` when both are F2-linear, else ``z3``.
+
+Every witness a strategy returns is re-evaluated on both layouts with the numpy evaluator
+before it is reported.
+"""
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import f2 as F2
+from .errors import LayoutError, SizeLimitError, UnsupportedError
+from .layout import MAX_TABLE_LOCATIONS, Layout
+
+VERDICTS = ("equal", "equal_up_to_register_order", "not_equal", "different_tensors", "unknown")
+METHODS = ("auto", "f2", "z3", "table")
+
+#: The hardware dim whose numbering ``equal_up_to_register_order`` ignores.
+REGISTER = "register"
+_DIM_ORDER = ("register", "offset", "lane", "warp", "block")
+
+
+@dataclass
+class Result:
+    """The outcome of :func:`compare`.
+
+    ``witness`` by verdict:
+
+    * ``not_equal``: ``{"hardware": {dim: idx}, "a": [coords] | None, "b": [coords] | None}``
+      (``None``: the location does not exist in that layout);
+    * ``equal_up_to_register_order``: the same shape, a location where the register order differs;
+    * ``different_tensors``: ``{"element": [coords], "held_by": "a" | "b", "hardware": {...}}``,
+      or ``{"shape_a": ..., "shape_b": ..., "dims_a": ..., "dims_b": ...}`` for a dims mismatch;
+    * ``equal``: ``None``; ``unknown``: whatever partial evidence there is, or ``None``.
+    """
+
+    verdict: str
+    method: str
+    witness: dict | None
+    seconds: float
+    reason: str
+    details: dict = field(default_factory=dict)
+
+    @property
+    def proved_equal(self) -> bool:
+        return self.verdict == "equal"
+
+    def to_json(self) -> dict:
+        return {"verdict": self.verdict, "method": self.method, "witness": _jsonable(self.witness),
+                "seconds": round(self.seconds, 6), "reason": self.reason, **(
+                    {"details": _jsonable(self.details)} if self.details else {})}
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+# ---------------------------------------------------------------------------------------------
+class Pair:
+    """Two layouts over one aligned hardware space: the union of their hardware dim names,
+    each layout giving size 1 to a dim it lacks."""
+
+    def __init__(self, a: Layout, b: Layout):
+        self.a, self.b = a, b
+        names = list(a.in_names) + [n for n in b.in_names if n not in a.in_names]
+        rank = {n: i for i, n in enumerate(_DIM_ORDER)}
+        names.sort(key=lambda n: (rank.get(n, len(rank)), names.index(n)))
+        self.names = tuple(names)
+        self.size_a = {n: a.in_size(n) for n in self.names}
+        self.size_b = {n: b.in_size(n) for n in self.names}
+        self.same_sizes = self.size_a == self.size_b
+        self.thread_names = tuple(n for n in self.names if n != REGISTER)
+        self.same_threads = all(self.size_a[n] == self.size_b[n] for n in self.thread_names)
+        self.has_register = REGISTER in self.names
+
+    def layout(self, side: str) -> Layout:
+        return self.a if side == "a" else self.b
+
+    def sizes(self, side: str) -> dict:
+        return self.size_a if side == "a" else self.size_b
+
+    def location(self, **idx) -> dict:
+        return {n: int(idx.get(n, 0)) for n in self.names}
+
+    def evaluate(self, side: str, loc: dict) -> list[int] | None:
+        """Element at a hardware location (numpy evaluator), ``None`` outside the layout."""
+        lay = self.layout(side)
+        sizes = self.sizes(side)
+        if any(loc.get(n, 0) >= sizes[n] or loc.get(n, 0) < 0 for n in self.names):
+            return None
+        env = {n: np.array([loc.get(n, 0)], dtype=np.int64) for n in lay.in_names}
+        return [int(c) for c in lay.apply(env)[0]]
+
+    def location_witness(self, loc: dict) -> dict:
+        return {"hardware": dict(loc), "a": self.evaluate("a", loc), "b": self.evaluate("b", loc)}
+
+    def outside_location(self) -> dict | None:
+        """A location that exists in one layout only (first differing dim), or ``None``."""
+        for n in self.names:
+            if self.size_a[n] != self.size_b[n]:
+                return self.location(**{n: min(self.size_a[n], self.size_b[n])})
+        return None
+
+    def outside_thread_location(self) -> dict | None:
+        for n in self.thread_names:
+            if self.size_a[n] != self.size_b[n]:
+                return self.location(**{n: min(self.size_a[n], self.size_b[n])})
+        return None
+
+
+def _fmt_loc(loc: dict) -> str:
+    return ", ".join(f"{n}={v}" for n, v in loc.items())
+
+
+def _fmt_el(c) -> str:
+    return "nothing (no such location)" if c is None else "(" + ", ".join(map(str, c)) + ")"
+
+
+def _dims_text(lay: Layout) -> str:
+    return "[" + ", ".join(f"{n}={s}" for n, s in lay.in_dims) + "]"
+
+
+# -- shared verdict builders ------------------------------------------------------------------
+def _shape_mismatch(a: Layout, b: Layout) -> Result | None:
+    if a.out_dims == b.out_dims:
+        return None
+    w = {"shape_a": list(a.out_sizes), "shape_b": list(b.out_sizes),
+         "dims_a": list(a.out_names), "dims_b": list(b.out_names)}
+    if a.out_names != b.out_names:
+        why = f"logical dims differ: {list(a.out_names)} vs {list(b.out_names)}"
+    else:
+        why = f"logical shapes differ: {list(a.out_sizes)} vs {list(b.out_sizes)}"
+    return Result("different_tensors", "shape", w, 0.0, why)
+
+
+def _coverage_result(pair: Pair, method: str, side: str, element, loc) -> Result:
+    other = "b" if side == "a" else "a"
+    w = {"element": [int(c) for c in element], "held_by": side, "hardware": dict(loc)}
+    return Result("different_tensors", method, w, 0.0,
+                  f"element {_fmt_el(element)} is held by {side.upper()} (at {_fmt_loc(loc)}) "
+                  f"but by no hardware location of {other.upper()}")
+
+
+def _equal_result(pair: Pair, method: str, how: str) -> Result:
+    return Result("equal", method, None, 0.0, f"every hardware location holds the same element ({how})")
+
+
+def _reg_order_result(pair: Pair, method: str, diff_loc: dict) -> Result:
+    w = pair.location_witness(diff_loc)
+    extra = ""
+    if pair.size_a.get(REGISTER, 1) != pair.size_b.get(REGISTER, 1):
+        extra = f"; register counts differ ({pair.size_a.get(REGISTER, 1)} vs {pair.size_b.get(REGISTER, 1)}), " \
+                f"the surplus registers repeat elements of the same thread"
+    return Result("equal_up_to_register_order", method, w, 0.0,
+                  f"every thread holds the same set of elements, in a different register order "
+                  f"(at {_fmt_loc(diff_loc)}: A has {_fmt_el(w['a'])}, B has {_fmt_el(w['b'])}){extra}")
+
+
+def _not_equal_result(pair: Pair, method: str, loc: dict, side: str = "a", thread_set: bool = False) -> Result:
+    w = pair.location_witness(loc)
+    held = w[side]
+    other = "b" if side == "a" else "a"
+    if w["a"] is None or w["b"] is None:
+        missing = "B" if w["b"] is None else "A"
+        why = (f"hardware location {_fmt_loc(loc)} exists only in {'A' if missing == 'B' else 'B'} "
+               f"(A {_dims_text(pair.a)}, B {_dims_text(pair.b)})")
+    elif thread_set:
+        thread = {n: loc[n] for n in pair.thread_names}
+        why = (f"at {_fmt_loc(loc)} A holds {_fmt_el(w['a'])} and B holds {_fmt_el(w['b'])}; "
+               f"{side.upper()}'s element {_fmt_el(held)} is in no register of thread "
+               f"({_fmt_loc(thread)}) in {other.upper()}")
+    else:
+        why = f"at {_fmt_loc(loc)} A holds {_fmt_el(w['a'])} and B holds {_fmt_el(w['b'])}"
+    return Result("not_equal", method, w, 0.0, why)
+
+
+# ---------------------------------------------------------------------------------------------
+def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_000,
+            smt2: str | None = None) -> Result:
+    """Compare ``a`` and ``b`` (see the module docstring for verdicts and strategies).
+
+    ``timeout_ms`` limits each solver query; ``smt2`` names a file to receive every z3 query as
+    SMT-LIB2 (with the z3 strategy's answers as comments). When ``auto`` decides by F2 and
+    ``smt2`` is given, the z3 strategy also runs, to write the file, and must agree.
+    """
+    if not isinstance(a, Layout) or not isinstance(b, Layout):
+        raise LayoutError("compare needs two Layout objects")
+    if method not in METHODS:
+        raise LayoutError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    t0 = time.perf_counter()
+    res = _shape_mismatch(a, b)
+    if res is None:
+        pair = Pair(a, b)
+        chosen = method
+        if method == "auto":
+            chosen = "f2" if (_f2_data(a) is not None and _f2_data(b) is not None) else "z3"
+        if chosen == "f2":
+            res = compare_f2(pair)
+            if smt2 is not None:
+                zres = compare_z3(pair, timeout_ms=timeout_ms, smt2=smt2)
+                if zres.verdict != "unknown" and zres.verdict != res.verdict:
+                    raise AssertionError(f"internal: F2 says {res.verdict}, z3 says {zres.verdict}")
+                res.details["smt2"] = smt2
+        elif chosen == "z3":
+            res = compare_z3(pair, timeout_ms=timeout_ms, smt2=smt2)
+        else:
+            res = compare_table(pair)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+# -- F2 ---------------------------------------------------------------------------------------
+class _F2Data:
+    __slots__ = ("packing", "bases")
+
+    def __init__(self, lay: Layout, f2bases: dict):
+        self.packing = F2.Packing(lay.out_sizes)
+        self.bases = {n: [self.packing.pack(v) for v in vs] for n, vs in f2bases.items()}
+
+
+_F2_CACHE: "weakref.WeakKeyDictionary[Layout, _F2Data | None]" = weakref.WeakKeyDictionary()
+
+
+def _f2_data(lay: Layout) -> _F2Data | None:
+    """Bit-packed bases of an F2-linear layout (cached per layout), or ``None``."""
+    try:
+        return _F2_CACHE[lay]
+    except KeyError:
+        pass
+    if not lay.all_pow2:
+        d = None
+    else:
+        if "_declared_bases" not in lay.__dict__ and lay.in_size() > MAX_TABLE_LOCATIONS:
+            # F2-linearity past the table limit needs a proof; the z3 path decides instead.
+            d = None
+        else:
+            bases = lay.f2_bases()
+            d = None if bases is None else _F2Data(lay, bases)
+    _F2_CACHE[lay] = d
+    return d
+
+
+def compare_f2(pair: Pair) -> Result:
+    """Decide by GF(2) linear algebra on the bases (both layouts must be F2-linear)."""
+    da, db = _f2_data(pair.a), _f2_data(pair.b)
+    if da is None or db is None:
+        which = " and ".join(s for s, d in (("A", da), ("B", db)) if d is None)
+        raise UnsupportedError(f"the f2 method needs F2-linear layouts; {which} is not")
+    names = pair.names
+    A = {n: da.bases.get(n, []) for n in names}
+    B = {n: db.bases.get(n, []) for n in names}
+    unpack = da.packing.unpack
+
+    # Coverage: the image of an F2 layout is the span of all its bases.
+    flat_a = [(n, i, v) for n in names for i, v in enumerate(A[n])]
+    flat_b = [(n, i, v) for n in names for i, v in enumerate(B[n])]
+    ech_a = F2.Echelon(v for _, _, v in flat_a)
+    ech_b = F2.Echelon(v for _, _, v in flat_b)
+    for side, flat, other in (("a", flat_a, ech_b), ("b", flat_b, ech_a)):
+        for n, i, v in flat:
+            if not other.contains(v):
+                return _coverage_result(pair, "f2", side, unpack(v), pair.location(**{n: 1 << i}))
+
+    # Equality: same sizes and the same basis for every hardware bit.
+    if pair.same_sizes and all(A[n] == B[n] for n in names):
+        return _equal_result(pair, "f2", "identical F2 bases")
+    diff_loc = None
+    for n in names:
+        for i in range(min(len(A[n]), len(B[n]))):
+            if A[n][i] != B[n][i]:
+                diff_loc = pair.location(**{n: 1 << i})
+                break
+        if diff_loc:
+            break
+    if diff_loc is None:
+        diff_loc = pair.outside_location()
+
+    # Register order: thread t holds the coset span(register bases) + L(0, t).
+    if not pair.has_register:
+        return _not_equal_result(pair, "f2", diff_loc)
+    if not pair.same_threads:
+        return _not_equal_result(pair, "f2", pair.outside_thread_location())
+    ra, rb = A[REGISTER], B[REGISTER]
+    ech_ra, ech_rb = F2.Echelon(ra), F2.Echelon(rb)
+    for side, regs, other in (("a", ra, ech_rb), ("b", rb, ech_ra)):
+        for i, v in enumerate(regs):
+            if not other.contains(v):
+                return _not_equal_result(pair, "f2", pair.location(register=1 << i), side, thread_set=True)
+    for n in pair.thread_names:
+        for j, (va, vb) in enumerate(zip(A[n], B[n])):
+            if not ech_ra.contains(va ^ vb):
+                return _not_equal_result(pair, "f2", pair.location(**{n: 1 << j}), "a", thread_set=True)
+    return _reg_order_result(pair, "f2", diff_loc)
+
+
+# -- table ------------------------------------------------------------------------------------
+def _grid(lay: Layout, pair: Pair) -> np.ndarray:
+    """Flat logical index of every location, as an array with one axis per aligned dim."""
+    if lay.in_size() > MAX_TABLE_LOCATIONS:
+        raise SizeLimitError(f"the table method evaluates at most {MAX_TABLE_LOCATIONS} hardware locations; "
+                             f"this layout has {lay.in_size()}")
+    arr = lay.flat_table().reshape(lay.in_sizes, order="F")  # first hardware dim fastest
+    order = [lay.in_names.index(n) for n in pair.names if n in lay.in_names]
+    arr = arr.transpose(order)
+    shape = [lay.in_size(n) for n in pair.names]
+    return arr.reshape(shape)
+
+
+def compare_table(pair: Pair) -> Result:
+    """Decide by evaluating both layouts everywhere (explicit tables; small layouts only)."""
+    ga, gb = _grid(pair.a, pair), _grid(pair.b, pair)
+    out_sizes = pair.a.out_sizes
+
+    def unflat(f):
+        return [int(c) for c in np.unravel_index(int(f), out_sizes)]
+
+    def loc_of(idx):
+        return {n: int(i) for n, i in zip(pair.names, idx)}
+
+    # Coverage.
+    for side, g, other in (("a", ga, gb), ("b", gb, ga)):
+        missing = np.setdiff1d(g.ravel(), other.ravel())
+        if missing.size:
+            f = int(missing[0])
+            k = int(np.argmax(g.ravel(order="F") == f))
+            loc = loc_of(np.unravel_index(k, g.shape, order="F"))
+            return _coverage_result(pair, "table", side, unflat(f), loc)
+
+    # Equality on the common box, then outside it.
+    common = tuple(slice(0, min(pair.size_a[n], pair.size_b[n])) for n in pair.names)
+    ca, cb = ga[common], gb[common]
+    neq = ca != cb
+    if pair.same_sizes and not neq.any():
+        return _equal_result(pair, "table", "explicit tables identical")
+    if neq.any():
+        k = int(np.argmax(neq.ravel(order="F")))
+        diff_loc = loc_of(np.unravel_index(k, neq.shape, order="F"))
+    else:
+        diff_loc = pair.outside_location()
+
+    if not pair.has_register:
+        return _not_equal_result(pair, "table", diff_loc)
+    if not pair.same_threads:
+        return _not_equal_result(pair, "table", pair.outside_thread_location())
+    # Per-thread element sets: key = thread * n_elements + element.
+    n_el = pair.a.out_size()
+    ri = pair.names.index(REGISTER)
+
+    def keys(g):
+        g2 = np.moveaxis(g, ri, 0)
+        nthreads = int(np.prod(g2.shape[1:], dtype=np.int64))
+        g2 = g2.reshape(g2.shape[0], nthreads, order="F")
+        return g2, np.arange(nthreads, dtype=np.int64)[None, :] * n_el + g2
+
+    a2, ka = keys(ga)
+    b2, kb = keys(gb)
+    for side, kx, ky in (("a", ka, kb), ("b", kb, ka)):
+        missing = np.setdiff1d(kx.ravel(), ky.ravel())
+        if missing.size:
+            key = int(missing[0])
+            thread, el = divmod(key, n_el)
+            col = (kx[:, thread] == key)
+            reg = int(np.argmax(col))
+            thread_shape = [pair.sizes(side)[n] for n in pair.names if n != REGISTER]
+            tidx = np.unravel_index(thread, thread_shape, order="F")
+            loc = {REGISTER: reg, **{n: int(i) for n, i in zip([n for n in pair.names if n != REGISTER], tidx)}}
+            loc = {n: loc[n] for n in pair.names}
+            return _not_equal_result(pair, "table", loc, side, thread_set=True)
+    return _reg_order_result(pair, "table", diff_loc)
+
+
+# -- z3 ---------------------------------------------------------------------------------------
+def compare_z3(pair: Pair, *, timeout_ms: int = 10_000, smt2: str | None = None) -> Result:
+    """Decide with bit-vector queries (any layouts; see :mod:`verifier.smt`)."""
+    from .smt import z3_compare
+    return z3_compare(pair, timeout_ms=timeout_ms, smt2=smt2)
