@@ -1,4 +1,52 @@
 """pytest plugin (entry point ``pytest11``): layout assertions for a compiler's own test suite.
 
-Filled in by the CI-gating work (issue 6); importing it must stay cheap and side-effect free.
+Installed with layoutverify, it makes ``assert_layouts_equal`` available as a fixture, and it can
+be imported directly::
+
+    from verifier.pytest_plugin import assert_layouts_equal
+
+    def test_my_pass_keeps_the_layout():
+        assert_layouts_equal("triton:#ttg.blocked<...>", my_compiler_layout, shape=(64, 64))
+
+Arguments are :class:`~verifier.Layout` objects or ``FRAMEWORK:TEXT`` specs. On failure the
+``AssertionError`` carries the verdict, the witness (a hardware location and the two elements)
+and the two grids around it. ``unknown`` (solver gave up) fails too: nothing is equal unproven.
 """
+from __future__ import annotations
+
+import pytest
+
+
+def _as_layout(x, shape, options):
+    from verifier.layout import Layout
+    if isinstance(x, Layout):
+        return x
+    from adapters import parse_spec
+    return parse_spec(x, shape=shape, **options)
+
+
+def assert_layouts_equal(a, b, *, shape=None, shape_b=None, allow_register_order: bool = False,
+                         timeout_ms: int = 20_000, **options):
+    """Assert that ``a`` and ``b`` are the same layout (or, with ``allow_register_order``, equal
+    up to the numbering of registers). Returns the :class:`~verifier.compare.Result`."""
+    from verifier.compare import compare
+    la = _as_layout(a, shape, options)
+    lb = _as_layout(b, shape_b or shape, options)
+    res = compare(la, lb, timeout_ms=timeout_ms)
+    ok = {"equal"} | ({"equal_up_to_register_order"} if allow_register_order else set())
+    if res.verdict not in ok:
+        msg = [f"layouts are not equal: {res.verdict} ({res.method}): {res.reason}"]
+        if res.witness:
+            msg.append(f"witness: {res.witness}")
+        try:
+            from verifier.explain import side_by_side
+            msg.append(side_by_side(la, lb, res.witness))
+        except Exception:  # the explanation is a courtesy; the verdict is the assertion
+            pass
+        raise AssertionError("\n".join(msg))
+    return res
+
+
+@pytest.fixture(name="assert_layouts_equal")
+def _assert_layouts_equal_fixture():
+    return assert_layouts_equal

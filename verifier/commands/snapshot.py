@@ -1,0 +1,53 @@
+"""``layoutverify snapshot``: record layouts (corpora and/or a Triton sweep) in a golden file."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from verifier import corpus
+from verifier.errors import LayoutError
+from verifier.snapshot import Entry, record
+
+
+def register(sub) -> None:
+    p = sub.add_parser("snapshot", help="record layouts' normal forms and fingerprints in a golden file",
+                       description="Record the canonical normal form and fingerprint of every layout of the "
+                                   "given corpora (claims' both sides and [[layout]] entries) and/or of a fixed "
+                                   "sweep of Triton encodings x shapes, for `layoutverify diff`.")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="corpus .toml files or directories")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="golden file to write (JSON)")
+    p.add_argument("--sweep", choices=["triton"], action="append", default=[],
+                   help="also record a fixed sweep of this framework's encodings")
+    p.add_argument("--native", action="store_true",
+                   help="take layouts from the installed framework itself (the compiler under test) "
+                        "where its adapter can ask it; otherwise our adapters")
+    p.add_argument("--keep-going", action="store_true", help="skip layouts that fail to build (listed on stderr)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    entries: list[Entry] = []
+    if args.paths:
+        c = corpus.load(args.paths)
+        for cl in c.claims:
+            entries.append(Entry(f"{cl.id}::a", cl.a, cl.shape_a, cl.options_a))
+            entries.append(Entry(f"{cl.id}::b", cl.b, cl.shape_b, cl.options_b))
+        for nl in c.layouts:
+            entries.append(Entry(f"{Path(nl.source).stem}::{nl.name}", nl.spec, nl.shape, nl.options))
+    if "triton" in args.sweep:
+        from verifier.sweep import triton_sweep
+        entries.extend(Entry("sweep::" + e.name, e.spec, e.shape, e.options) for e in triton_sweep())
+    if not entries:
+        raise LayoutError("nothing to record: give corpus paths and/or --sweep triton")
+    failed = []
+
+    def on_error(e, err):
+        failed.append(e.name)
+        print(f"layoutverify: skipped {e.name}: {err}", file=sys.stderr)
+
+    doc = record(entries, native=args.native, on_error=on_error if args.keep_going else None)
+    Path(args.output).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(f"recorded {len(doc['layouts'])} layouts in {args.output}"
+          + (f" ({len(failed)} skipped)" if failed else ""))
+    return 0

@@ -1,0 +1,198 @@
+"""Corpora: layouts and equivalence claims as TOML data files.
+
+A corpus file holds any number of claims and named layouts::
+
+    [defaults]                      # optional: applies to every claim/layout of the file
+    shape = [32, 32]
+
+    [[claim]]
+    name = "mma-v2-C-vs-cute"       # unique within the file
+    a = "triton:#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [2, 2], instrShape = [16, 8]}>"
+    b = "cute:tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (2,2,1), C, tile=(32,32))"
+    shape = [32, 32]                # optional; shape_a / shape_b set one side only
+    options = { warp_size = 32 }    # optional adapter options (both sides); options_a / options_b
+    expect = "equal"                # a verdict: equal | equal_up_to_register_order | not_equal |
+                                    # different_tensors; or a conversion class A -> B:
+                                    # no_op | register_permute | intra_warp | intra_cta | cross_cta
+    tags = ["atlas", "mma.m16n8k16"]
+    note = "why this should hold"   # optional
+    fragment = "mma.m16n8k16.f32.C" # optional: the atlas row this claim belongs to
+    framework = "cute"              # optional: the atlas column (defaults to b's framework)
+
+    [[layout]]                      # a named layout, recorded by `layoutverify snapshot`
+    name = "blocked-4x8"
+    spec = "triton:#ttg.blocked<...>"
+    shape = [64, 64]
+
+Claims are checked by :mod:`verifier.commands.check`; a claim *holds* when the verdict (or the
+conversion class) is exactly the expected one. ``unknown`` never holds.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import LayoutError
+
+VERDICT_EXPECTATIONS = ("equal", "equal_up_to_register_order", "not_equal", "different_tensors")
+CONVERSION_EXPECTATIONS = ("no_op", "register_permute", "intra_warp", "intra_cta", "cross_cta")
+
+_CLAIM_KEYS = {"name", "a", "b", "shape", "shape_a", "shape_b", "options", "options_a", "options_b",
+               "expect", "tags", "note", "fragment", "framework", "timeout_ms"}
+_LAYOUT_KEYS = {"name", "spec", "shape", "options", "tags", "note"}
+
+
+@dataclass
+class Claim:
+    name: str
+    a: str
+    b: str
+    expect: str
+    shape_a: tuple | None = None
+    shape_b: tuple | None = None
+    options_a: dict = field(default_factory=dict)
+    options_b: dict = field(default_factory=dict)
+    tags: list = field(default_factory=list)
+    note: str = ""
+    fragment: str | None = None
+    framework: str | None = None
+    timeout_ms: int = 20_000
+    source: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "conversion" if self.expect in CONVERSION_EXPECTATIONS else "verdict"
+
+    @property
+    def id(self) -> str:
+        return f"{Path(self.source).stem}::{self.name}" if self.source else self.name
+
+
+@dataclass
+class NamedLayout:
+    name: str
+    spec: str
+    shape: tuple | None = None
+    options: dict = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass
+class Corpus:
+    claims: list[Claim] = field(default_factory=list)
+    layouts: list[NamedLayout] = field(default_factory=list)
+
+
+def _shape(v, where: str):
+    if v is None:
+        return None
+    if isinstance(v, str):
+        from adapters import parse_shape
+        return parse_shape(v)
+    if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v):
+        raise LayoutError(f"{where}: shape must be a list of positive integers, got {v!r}")
+    return tuple(v)
+
+
+def _options(v, where: str) -> dict:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise LayoutError(f"{where}: options must be a table, got {v!r}")
+    return dict(v)
+
+
+def load_file(path: str | Path) -> Corpus:
+    """Parse one corpus file; a malformed file raises :class:`LayoutError` naming file and entry."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise LayoutError(f"cannot read corpus {str(path)!r}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise LayoutError(f"{path}: not valid TOML: {e}") from None
+    unknown = set(data) - {"claim", "layout", "defaults", "title", "description"}
+    if unknown:
+        raise LayoutError(f"{path}: unknown top-level key(s) {sorted(unknown)}")
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise LayoutError(f"{path}: [defaults] must be a table")
+    out = Corpus()
+    names: set[str] = set()
+    for i, raw in enumerate(data.get("claim", [])):
+        where = f"{path}: claim #{i + 1}"
+        if not isinstance(raw, dict):
+            raise LayoutError(f"{where}: must be a table")
+        raw = {**{k: v for k, v in defaults.items() if k in _CLAIM_KEYS}, **raw}
+        bad = set(raw) - _CLAIM_KEYS
+        if bad:
+            raise LayoutError(f"{where}: unknown key(s) {sorted(bad)}")
+        for key in ("name", "a", "b", "expect"):
+            if not isinstance(raw.get(key), str) or not raw[key].strip():
+                raise LayoutError(f"{where}: needs a non-empty string {key!r}")
+        where = f"{path}: claim {raw['name']!r}"
+        if raw["name"] in names:
+            raise LayoutError(f"{where}: duplicate name")
+        names.add(raw["name"])
+        if raw["expect"] not in VERDICT_EXPECTATIONS + CONVERSION_EXPECTATIONS:
+            raise LayoutError(f"{where}: expect {raw['expect']!r} is not one of "
+                              f"{', '.join(VERDICT_EXPECTATIONS + CONVERSION_EXPECTATIONS)}")
+        shape = _shape(raw.get("shape"), where)
+        opts = _options(raw.get("options"), where)
+        tags = raw.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise LayoutError(f"{where}: tags must be a list of strings")
+        timeout = raw.get("timeout_ms", 20_000)
+        if not isinstance(timeout, int) or timeout <= 0:
+            raise LayoutError(f"{where}: timeout_ms must be a positive integer")
+        out.claims.append(Claim(
+            name=raw["name"], a=raw["a"], b=raw["b"], expect=raw["expect"],
+            shape_a=_shape(raw.get("shape_a"), where) or shape, shape_b=_shape(raw.get("shape_b"), where) or shape,
+            options_a={**opts, **_options(raw.get("options_a"), where)},
+            options_b={**opts, **_options(raw.get("options_b"), where)},
+            tags=list(tags), note=str(raw.get("note", "")), fragment=raw.get("fragment"),
+            framework=raw.get("framework"), timeout_ms=timeout, source=str(path)))
+    lnames: set[str] = set()
+    for i, raw in enumerate(data.get("layout", [])):
+        where = f"{path}: layout #{i + 1}"
+        if not isinstance(raw, dict):
+            raise LayoutError(f"{where}: must be a table")
+        raw = {**{k: v for k, v in defaults.items() if k in _LAYOUT_KEYS}, **raw}
+        bad = set(raw) - _LAYOUT_KEYS
+        if bad:
+            raise LayoutError(f"{where}: unknown key(s) {sorted(bad)}")
+        for key in ("name", "spec"):
+            if not isinstance(raw.get(key), str) or not raw[key].strip():
+                raise LayoutError(f"{where}: needs a non-empty string {key!r}")
+        if raw["name"] in lnames:
+            raise LayoutError(f"{path}: layout {raw['name']!r}: duplicate name")
+        lnames.add(raw["name"])
+        out.layouts.append(NamedLayout(raw["name"], raw["spec"], _shape(raw.get("shape"), where),
+                                       _options(raw.get("options"), where), str(path)))
+    return out
+
+
+def corpus_files(paths) -> list[Path]:
+    """Expand directories to their ``*.toml`` files (sorted); keep files as given."""
+    files: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            files.extend(sorted(p.rglob("*.toml")))
+        elif p.exists():
+            files.append(p)
+        else:
+            raise LayoutError(f"no such corpus file or directory: {str(p)!r}")
+    if not files:
+        raise LayoutError("no corpus files (*.toml) found in " + ", ".join(map(str, paths)))
+    return files
+
+
+def load(paths) -> Corpus:
+    out = Corpus()
+    for f in corpus_files(paths):
+        c = load_file(f)
+        out.claims.extend(c.claims)
+        out.layouts.extend(c.layouts)
+    return out
