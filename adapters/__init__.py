@@ -37,9 +37,9 @@ def guess_framework(text: str) -> str:
         return "iree"
     if re.match(r"(RegisterLayout\(|(local|spatial|column_spatial|column_local|replicated|auto_local_spatial|register_layout)\s*\()", t):
         return "tilus"
-    if re.match(r"(mma|wgmma|ldmatrix)\.", t):
+    if re.match(r"(mma|wgmma|ldmatrix|stmatrix)\.", t):
         return "ptx"
-    if re.match(r"(v_)?(mfma|wmma)", t):
+    if re.match(r"((cdna\d|rdna\d|gfx[0-9a-z]+)\.)?(v_)?(mfma|wmma|smfmac|swmmac)", t):
         return "amd"
     if t.startswith(("(", "Sw<", "_")) or re.match(r"^\d", t) or re.match(r"^(SM\d|logical_|blocked_|raked_|zipped_|tiled_|flat_|coalesce|composition|complement|right_inverse|left_inverse|make_layout)", t):
         return "cute"
