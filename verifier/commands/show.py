@@ -46,7 +46,11 @@ def run(args) -> int:
             out["native"] = {"layout": native.normal_form(), "fingerprint": native.fingerprint(), "agree": agree}
         print(json.dumps(out))
     else:
-        print(f"{fw} layout ({ours.kind})")
+        print(f"{fw} layout ({ours.kind})" + (f": {ours.name}" if ours.name else ""))
+        padding = getattr(ours, "padding", None)
+        if padding:
+            print(f"padding: {padding} (offsets count elements; physical slot = "
+                  f"{getattr(ours, 'physical_offset', 'offset + padding')})")
         print(ours.describe())
         if not args.no_grid:
             print()

@@ -1,0 +1,802 @@
+"""Triton shared-memory encodings -> canonical memory layouts (offset[, block] -> dim0, dim1, ...).
+
+A memory layout's hardware dims are ``offset`` (the element index inside one CTA's buffer, in
+elements, not bytes) and, when the encoding spreads the tensor over several CTAs, ``block``.
+The map gives the logical coordinate stored at each offset: exactly the ``offset_bases`` /
+``block_bases`` of the ``SharedLinearLayout`` that Triton's ``to_linear_layout`` returns.
+Offsets are numbered with the *first* hardware dim fastest (``offset + N * block``).
+
+Encodings (TTGIR spellings, parameters as Triton prints them):
+
+``#ttg.swizzled_shared<{vec, perPhase, maxPhase, order[, CGALayout]}>``
+    ``order[0]`` is the contiguous (column) dim, ``order[1]`` the row dim. Inside one CTA the
+    columns come first in memory, then the rows (with a swizzle), then ``order[2:]``. In row
+    ``r`` the groups of ``vec`` columns are XOR-ed with ``phase(r) = (r // perPhase) % maxPhase``:
+    memory (row ``r``, column ``c``) holds logical column ``((c // vec) ^ phase(r)) * vec + c % vec``
+    (TritonGPUAttrDefs.td, when ``vec * maxPhase <= numCols``). As an F2 map: offset bit
+    ``log2(numCols) + j`` (row ``2**j``) maps to ``(row 2**j, col (vec * phase(2**j)) % numCols)``.
+``#triton_gpu.shared<{vec, perPhase, maxPhase, order, hasLeadingOffset[, CTAsPerCGA, ...]}>``
+    The pre-3.3 name. ``hasLeadingOffset = false`` is the swizzled layout above, built the old
+    way: on the whole shape, then cut to one CTA (with several CTAs that conversion zeroes
+    offset bases, i.e. is non-injective; it is reproduced as it was). ``hasLeadingOffset = true`` is the old MMAv3
+    layout: an 8-row tile ``8 * tileBytes / elementBits`` columns wide, ``tileBytes`` 32/64/128
+    for ``(perPhase, maxPhase)`` = (4, 2)/(2, 4)/(1, 8); it needs the element bit width, which the
+    attribute lacks: pass ``element_bitwidth=`` (or ``element_type="f16"``).
+``#ttg.nvmma_shared<{swizzlingByteWidth, transposed, elementBitWidth[, fp4Padded][, rank | CGALayout]}>``
+    The layout of the PTX wgmma/tcgen05 shared-memory operands: core tiles of 8 rows x
+    ``swizzlingByteWidth`` bytes with ``vec = 16 bytes``, ``perPhase = 128 / swizzlingByteWidth``,
+    ``maxPhase = swizzlingByteWidth / 16``, tiled as Triton's TMA block (at most 256 per dim,
+    contiguous dim exactly one swizzle row). ``transposed`` makes ``dim0`` the contiguous dim.
+    ``fp4Padded`` (mxfp4 operands, 8-bit containers, 128-byte swizzle): each 16-byte chunk holds 8
+    bytes of data and 8 of padding; like Triton, the padding offsets *replicate* the data
+    offsets' coordinates (two holders per element), so the map stays F2-linear.
+    ``swizzlingByteWidth = 0`` is unswizzled: TMA boxes with the contiguous dim fastest (row-major,
+    or ``dim0`` first when transposed; rank > 2 transposed is refused: Triton 3.9 makes it
+    non-injective).
+``#ttg.amd_rotating_shared<{vec, perPhase, maxPhase, order[, CGALayout]}>``
+    Swizzled, with the phase also XOR-ed with the block number ``(r // (perPhase*maxPhase)) % maxPhase``.
+``#ttg.shared_linear<{offset = [[...]], block = [[...]]}, alignment = N>``
+    The bases themselves.
+``#ttg.padded_shared<[I0:+P0, I1:+P1, ...] {offset = [[...]], block = [[...]]}>`` or
+``#ttg.padded_shared<[I0:+P0, ...] {order = [...], shape = [...]}>`` (identity short form)
+    **Not F2 in memory**: after every ``I_k`` elements, ``P_k`` padding slots are inserted, so
+    the element with dense index ``i`` lives at slot ``i + sum_k (i // I_k) * P_k`` and the
+    padding slots hold no element. The canonical form wants every hardware location to hold
+    an element, so this adapter returns the layout over **dense** offsets: ``offset`` counts
+    elements, padding skipped, which is Triton's own "linear component"
+    (``paddedLinearLayout``); the padding is carried next to it, never dropped silently:
+    the returned Layout's ``name`` spells it out, and its attributes ``padding`` (the
+    ``(interval, pad)`` pairs) and ``physical_offset`` (an expression over ``offset``: the slot
+    of that element) say where each element physically lives. :func:`padded_address_layout`
+    gives the other direction, logical coordinate -> physical slot, as a Layout whose inputs
+    are ``dim0, dim1, ...`` and whose output is ``offset`` (size = the padded buffer size).
+    Two padded layouts that differ only in padding are therefore *equal* as canonical
+    layouts; compare ``padding`` (or the address layouts) to tell them apart.
+
+CTA (CGA) layouts, both spellings: ``CGALayout = [[...], ...]`` (Triton >= 3.5ish: one basis per
+``block`` bit, each a logical coordinate in units of the per-CTA tile) and the older
+``CTAsPerCGA = [...], CTASplitNum = [...], CTAOrder = [...]``. ``shapePerCTA[d] =
+shape[d] / min(shape[d], split[d])``; CTAs that split nothing hold copies (zero ``block`` bases).
+
+All sizes must be powers of two (Triton's requirement for these encodings). Semantics follow
+Triton 3.9's ``LinearLayoutConversions.cpp`` (checked against the installed Triton in
+``tests/test_triton_shared.py``); where older releases differ (the legacy ``shared`` kind,
+``CTAsPerCGA``), the older behaviour is modelled from its source and not oracle-tested here.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping, Sequence
+
+from verifier import expr as E
+from verifier.errors import LayoutError, NotInvertibleError, SizeLimitError, UnsupportedError
+from verifier.layout import Layout
+
+from .attr import Attr, encoding
+from .cga import cga_bases
+
+__all__ = [
+    "swizzled_shared_layout", "nvmma_shared_layout", "padded_shared_layout",
+    "shared_linear_layout", "amd_rotating_shared_layout", "legacy_shared_layout",
+    "padded_address_layout", "physical_offset_expr", "padded_size", "tma_block_shape",
+    "NVMMA_SWIZZLE_WIDTHS",
+]
+
+NVMMA_SWIZZLE_WIDTHS = (0, 32, 64, 128)
+_NVMMA_ELEMENT_BITS = (4, 8, 16, 32, 64)
+_MAX_DIM = 1 << 31                  # Triton keeps sizes and bases in int32
+_TMA_DIM_MAX = 256                  # TMA box dims are at most 256 elements
+
+
+def element_bits(type_name: str) -> int | None:
+    """Bit width of an MLIR element type name (``f16``, ``bf16``, ``i8``, ``f8E4M3FN``, ``!tt.ptr<..>``)."""
+    t = type_name.strip()
+    if t.startswith("!tt.ptr"):
+        return 64
+    low = t.lower()
+    if low in ("bf16", "tf32"):
+        return 16 if low == "bf16" else 32
+    if low.startswith(("f8", "fp8")):
+        return 8
+    m = re.fullmatch(r"(?:i|u|si|ui|f)(\d+)", low)
+    if not m:
+        return None
+    return max(8, int(m.group(1))) if low in ("i1", "u1") else int(m.group(1))   # i1 is stored as a byte
+
+
+def _is_pow2(n: int) -> bool:
+    return n >= 1 and (n & (n - 1)) == 0
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def _next_pow2_above(n: int) -> int:
+    """Smallest power of two strictly greater than ``n`` (1 for 0): the size Triton infers for
+    an out dim from its largest basis value."""
+    return 1 << n.bit_length()
+
+
+# ------------------------------------------------------------------------------------------------
+# A tiny F2 linear-layout algebra with Triton's LinearLayout conventions.
+# ------------------------------------------------------------------------------------------------
+class _LL:
+    """Bases ``ins[in_dim][i] = L(2**i)`` (a tuple with one coordinate per out dim, in the order
+    of ``outs``) and named, sized out dims. Only what the shared encodings need."""
+
+    __slots__ = ("ins", "outs")
+
+    def __init__(self, ins: Mapping[str, Sequence[Sequence[int]]], outs: Sequence[tuple[str, int]]):
+        self.ins = {k: [tuple(int(c) for c in v) for v in vs] for k, vs in ins.items()}
+        self.outs = [(str(n), int(s)) for n, s in outs]
+
+    # -- constructors ---------------------------------------------------------------------------
+    @classmethod
+    def inferred(cls, ins: Mapping[str, Sequence[Sequence[int]]], out_names: Sequence[str]) -> "_LL":
+        """Out-dim sizes inferred from the largest basis value, as Triton's constructor does."""
+        sizes = [1] * len(out_names)
+        for vs in ins.values():
+            for v in vs:
+                for d, c in enumerate(v):
+                    sizes[d] = max(sizes[d], _next_pow2_above(int(c)))
+        return cls(ins, list(zip(out_names, sizes)))
+
+    @classmethod
+    def identity1d(cls, size: int, in_name: str, out_name: str) -> "_LL":
+        if size == 0:                       # Triton: identity1D(0) is the empty layout
+            return cls({}, [])
+        return cls({in_name: [(1 << i,) for i in range(_log2(size))]}, [(out_name, size)])
+
+    @classmethod
+    def zeros1d(cls, size: int, in_name: str, out_name: str) -> "_LL":
+        return cls({in_name: [(0,)] * _log2(size)}, [(out_name, 1)])
+
+    # -- queries --------------------------------------------------------------------------------
+    @property
+    def out_names(self) -> list[str]:
+        return [n for n, _ in self.outs]
+
+    def out_size(self, name: str) -> int:
+        return dict(self.outs).get(name, 1)
+
+    def total_out_size(self) -> int:
+        n = 1
+        for _, s in self.outs:
+            n *= s
+        return n
+
+    # -- algebra --------------------------------------------------------------------------------
+    def __mul__(self, outer: "_LL") -> "_LL":
+        """Triton's ``inner * outer``: in-dims shared by both get outer's bases after inner's,
+        outer's coordinates scaled by inner's out sizes; out sizes multiply."""
+        outs = list(self.outs)
+        for n, s in outer.outs:
+            if n not in dict(outs):
+                outs.append((n, 1))
+        names = [n for n, _ in outs]
+        inner_size = {n: self.out_size(n) for n in names}
+        new_sizes = {n: inner_size[n] * outer.out_size(n) for n in names}
+
+        def widen(v, src_names, scale):
+            pos = {n: i for i, n in enumerate(src_names)}
+            return tuple(v[pos[n]] * (inner_size[n] if scale else 1) if n in pos else 0 for n in names)
+
+        ins: dict[str, list[tuple[int, ...]]] = {}
+        for k, vs in self.ins.items():
+            ins[k] = [widen(v, self.out_names, False) for v in vs]
+        for k, vs in outer.ins.items():
+            ins.setdefault(k, []).extend(widen(v, outer.out_names, True) for v in vs)
+        return _LL(ins, [(n, new_sizes[n]) for n in names])
+
+    def transpose_outs(self, names: Sequence[str]) -> "_LL":
+        pos = {n: i for i, n in enumerate(self.out_names)}
+        if sorted(pos) != sorted(names):
+            raise AssertionError(f"transpose_outs {list(names)} of {self.out_names}")
+        return _LL({k: [tuple(v[pos[n]] for n in names) for v in vs] for k, vs in self.ins.items()},
+                   [(n, self.out_size(n)) for n in names])
+
+    def map_out_coordinate(self, out_name: str, fn) -> "_LL":
+        d = self.out_names.index(out_name)
+        return _LL({k: [v[:d] + (fn(v[d]),) + v[d + 1:] for v in vs] for k, vs in self.ins.items()}, self.outs)
+
+    def ensure_not_smaller(self, shape: Mapping[str, int], names: Sequence[str] | None = None) -> "_LL":
+        """Grow each out dim (in the order ``names``) to ``shape`` with identity bases appended
+        to the first in-dim (``offset``)."""
+        k_dim = next(iter(self.ins))
+        ret = self
+        for n in (names if names is not None else self.out_names):
+            actual, desired = self.out_size(n), int(shape[n])
+            ret = ret * _LL.identity1d(desired // actual, k_dim, n)
+        return ret
+
+    def ensure_not_larger(self, shape: Mapping[str, int]) -> "_LL":
+        """Shrink each out dim to ``shape`` by zeroing the most-major bases, ``offset`` first
+        and ``block`` last (so blocks replicate only as a last resort)."""
+        ret = self
+        for n in self.out_names:
+            if self.out_size(n) <= shape[n]:
+                continue
+            for in_name in ("offset", "warp", "lane", "register", "block"):
+                if in_name in ret.ins:
+                    ret = ret._shrink_codomain(in_name, n, int(shape[n]))
+        return ret
+
+    def _shrink_codomain(self, in_name: str, out_name: str, desired: int) -> "_LL":
+        d = self.out_names.index(out_name)
+        size = self.out_size(out_name)
+        zeros = _log2(size // desired) if desired < size else 0
+        if zeros == 0:
+            return self
+        to_zero = []
+        for v in reversed(self.ins[in_name]):
+            if len(to_zero) == zeros:
+                break
+            if v[d]:
+                to_zero.append(v[d])
+        if not to_zero:
+            return self
+        if not all(_is_pow2(b) for b in to_zero):
+            raise UnsupportedError(f"cannot shrink {out_name!r}: bases {to_zero} are not powers of two")
+        # New image of each out bit: removed bits map to 0, the bits above them shift down.
+        image = [1 << i for i in range(_log2(size))]
+        for b in sorted(to_zero):
+            idx = _log2(b)
+            for i in range(len(image) - 1, idx, -1):
+                image[i] = image[i - 1]
+            image[idx] = 0
+
+        def remap(c: int) -> int:
+            r = 0
+            for i in range(len(image)):
+                if (c >> i) & 1:
+                    r ^= image[i]
+            return r
+
+        out = self.map_out_coordinate(out_name, remap)
+        new_size = _next_pow2_above(max(image, default=0))
+        return _LL(out.ins, [(n, new_size if n == out_name else s) for n, s in out.outs])
+
+    def reshape_row_major(self, shape: Sequence[int]) -> "_LL":
+        """Reinterpret the out space (``dim0`` slowest) as ``shape``: flat index preserved."""
+        sizes = [s for _, s in self.outs]
+        total = self.total_out_size()
+        if total != _prod(shape):
+            raise AssertionError(f"reshape {sizes} -> {list(shape)}")
+
+        def flat(v):
+            f = 0
+            for c, s in zip(v, sizes):
+                f = f * s + c
+            return f
+
+        def unflat(f):
+            cs = []
+            for s in reversed(shape):
+                cs.append(f % s)
+                f //= s
+            return tuple(reversed(cs))
+
+        names = [f"dim{i}" for i in range(len(shape))]
+        return _LL({k: [unflat(flat(v)) for v in vs] for k, vs in self.ins.items()}, list(zip(names, shape)))
+
+    def permute_dims(self, order: Sequence[int]) -> "_LL":
+        """Result dim ``i`` is input dim ``order[i]`` (Triton's transposeLinearLayout)."""
+        names = [f"dim{i}" for i in range(len(order))]
+        return _LL({k: [tuple(v[o] for o in order) for v in vs] for k, vs in self.ins.items()},
+                   [(names[i], self.outs[o][1]) for i, o in enumerate(order)])
+
+
+def _prod(xs: Iterable[int]) -> int:
+    n = 1
+    for x in xs:
+        n *= int(x)
+    return n
+
+
+def _dim_names(rank: int) -> list[str]:
+    return [f"dim{i}" for i in range(rank)]
+
+
+# ------------------------------------------------------------------------------------------------
+# CTA (CGA) layouts
+# ------------------------------------------------------------------------------------------------
+class _CGA:
+    """The block -> logical-tile layout of an encoding, plus how many CTAs split each dim."""
+
+    def __init__(self, ll: _LL, split: list[int]):
+        self.ll = ll            # in-dim "block", out dims dim0.. (standard order)
+        self.split = split
+
+    def shape_per_cta(self, shape: Sequence[int]) -> list[int]:
+        return [s // min(s, k) for s, k in zip(shape, self.split)]
+
+
+def _cga_from_attr(attr: Attr, rank: int) -> _CGA:
+    """Either spelling of the CTA layout, read and checked by :func:`.cga.cga_bases`."""
+    bases = cga_bases(attr, rank)
+    ll = _LL.inferred({"block": bases}, _dim_names(rank))
+    split = [1] * rank
+    for b in bases:
+        nz = [i for i, c in enumerate(b) if c]
+        if nz:
+            split[nz[0]] *= 2
+    return _CGA(ll, split)
+
+
+def _combine_cta_cga(cta: _LL, cga: _CGA, shape: Sequence[int]) -> _LL:
+    """Triton's combineCtaCgaWithShape: fit the per-CTA layout to ``shape / CTAs`` and append
+    the ``block`` bases; out dims end in standard order."""
+    names = _dim_names(len(shape))
+    labeled = dict(zip(names, shape))
+    cga_ll = cga.ll.ensure_not_larger(labeled).transpose_outs(cta.out_names)
+    cta_shape = {n: max(1, labeled[n] // cga_ll.out_size(n)) for n in cta.out_names}
+    cta = cta.ensure_not_smaller(cta_shape).ensure_not_larger(cta_shape)
+    out = (cta * cga_ll).transpose_outs(names)
+    for n in names:
+        if out.out_size(n) != labeled[n]:
+            raise LayoutError(f"internal: combined layout has {n}={out.out_size(n)}, expected {labeled[n]}")
+    return out
+
+
+def _to_layout(ll: _LL, name: str) -> Layout:
+    bases = {"offset": ll.ins.get("offset", [])}
+    if ll.ins.get("block"):
+        bases["block"] = ll.ins["block"]
+    return Layout.from_bases(bases, ll.outs, name=name)
+
+
+# ------------------------------------------------------------------------------------------------
+# Parameter reading and validation
+# ------------------------------------------------------------------------------------------------
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _int_param(attr: Attr, key: str, *, pow2: bool = False, default=None) -> int:
+    if key not in attr.params:
+        if default is not None:
+            return default
+        raise LayoutError(f"#{attr.kind} needs a {key!r} parameter")
+    v = attr.params[key]
+    if not _is_int(v):
+        raise LayoutError(f"#{attr.kind}: {key} must be an integer, got {v!r}")
+    if v < 1:
+        raise LayoutError(f"#{attr.kind}: {key} must be positive, got {v}")
+    if pow2 and not _is_pow2(v):
+        raise LayoutError(f"#{attr.kind}: {key} must be a power of two, got {v}")
+    return v
+
+
+def _bool_param(attr: Attr, key: str, default: bool = False) -> bool:
+    v = attr.params.get(key, default)
+    if isinstance(v, bool):
+        return v
+    if _is_int(v) and v in (0, 1):
+        return bool(v)
+    if isinstance(v, str) and v in ("true", "false"):
+        return v == "true"
+    raise LayoutError(f"#{attr.kind}: {key} must be true or false, got {v!r}")
+
+
+def _int_list(attr: Attr, key: str, rank: int | None = None, *, default=None) -> list[int]:
+    if key not in attr.params:
+        if default is not None:
+            return list(default)
+        raise LayoutError(f"#{attr.kind} needs a {key!r} parameter")
+    v = attr.params[key]
+    if not isinstance(v, (list, tuple)) or not all(_is_int(x) for x in v):
+        raise LayoutError(f"#{attr.kind}: {key} must be a list of integers, got {v!r}")
+    if rank is not None and len(v) != rank:
+        raise LayoutError(f"#{attr.kind}: {key} has {len(v)} entries, expected {rank}")
+    return [int(x) for x in v]
+
+
+def _int_matrix(attr: Attr, key: str) -> list[list[int]]:
+    v = attr.params.get(key, [])
+    if not isinstance(v, (list, tuple)) or not all(
+            isinstance(row, (list, tuple)) and all(_is_int(x) for x in row) for row in v):
+        raise LayoutError(f"#{attr.kind}: {key} must be a list of integer lists, got {v!r}")
+    return [[int(x) for x in row] for row in v]
+
+
+def _check_permutation(attr: Attr, key: str, order: Sequence[int], rank: int) -> None:
+    if sorted(order) != list(range(rank)):
+        raise LayoutError(f"#{attr.kind}: {key} = {list(order)} is not a permutation of 0..{rank - 1}")
+
+
+def _check_shape(attr: Attr, shape, rank: int | None) -> list[int]:
+    if shape is None:
+        raise LayoutError(f"#{attr.kind} is a shared-memory encoding: it needs a tensor shape (e.g. --shape 64x64)")
+    try:
+        shape = [int(s) for s in shape]
+    except (TypeError, ValueError):
+        raise LayoutError(f"shape must be a list of integers, got {shape!r}") from None
+    if rank is not None and len(shape) != rank:
+        raise LayoutError(f"#{attr.kind} has rank {rank} but the shape {shape} has rank {len(shape)}")
+    for s in shape:
+        if s < 1:
+            raise LayoutError(f"shape {shape}: sizes must be positive")
+        if s > _MAX_DIM:
+            raise SizeLimitError(f"shape {shape}: size {s} exceeds 2**31")
+        if not _is_pow2(s):
+            raise UnsupportedError(f"shape {shape}: Triton shared encodings need power-of-two sizes, got {s}")
+    return shape
+
+
+def _element_bits_option(attr: Attr, options: Mapping) -> int:
+    for key in ("element_bitwidth", "elementBitWidth", "element_bits"):
+        if options.get(key) is not None:
+            v = options[key]
+            if not _is_int(v) or not _is_pow2(v) or v > 64:
+                raise LayoutError(f"{key} must be a power of two up to 64, got {v!r}")
+            return v
+    for key in ("element_type", "dtype"):
+        t = options.get(key)
+        if t is not None:
+            bits = element_bits(str(t))
+            if bits is None:
+                raise LayoutError(f"unknown element type {t!r} (give element_bitwidth instead)")
+            return bits
+    raise LayoutError(f"#{attr.kind} with hasLeadingOffset = true depends on the element bit width, which the "
+                      "attribute does not carry: give the tensor type (e.g. tensor<64x64xf16, ...>) or element_bitwidth")
+
+
+# ------------------------------------------------------------------------------------------------
+# Swizzled shared (and AMD rotating)
+# ------------------------------------------------------------------------------------------------
+def _swizzle_params(attr: Attr) -> tuple[int, int, int, list[int]]:
+    vec = _int_param(attr, "vec", pow2=True)
+    per_phase = _int_param(attr, "perPhase", pow2=True)
+    max_phase = _int_param(attr, "maxPhase", pow2=True)
+    order = _int_list(attr, "order")
+    if not order:
+        raise LayoutError(f"#{attr.kind}: order must not be empty")
+    _check_permutation(attr, "order", order, len(order))
+    return vec, per_phase, max_phase, order
+
+
+def _swizzled_tile(vec, per_phase, max_phase, order, sizes, *, rotating=False) -> _LL:
+    """Offsets of one CTA: columns (``order[0]``), then swizzled rows (``order[1]``), then
+    ``order[2:]``. ``sizes`` are the dims the bases are built on."""
+    rank = len(order)
+    if rank == 1:
+        return _LL.identity1d(sizes[0], "offset", "dim0")
+    col, row = order[0], order[1]
+    ncols, nrows = sizes[col], sizes[row]
+    bases = [(0, 1 << i) for i in range(_log2(ncols))]
+    for j in range(_log2(nrows)):
+        r = 1 << j
+        phase = (r // per_phase) % max_phase
+        if rotating:
+            phase ^= (r // max_phase // per_phase) % max_phase
+        bases.append((r, (vec * phase) % ncols))
+    ll = _LL.inferred({"offset": bases}, [f"dim{row}", f"dim{col}"])
+    for d in order[2:]:
+        ll = ll * _LL.identity1d(sizes[d], "offset", f"dim{d}")
+    return ll
+
+
+def _describe(attr: Attr) -> str:
+    return attr.text or f"#{attr.kind}<{attr.params}>"
+
+
+@encoding("swizzled_shared")
+def swizzled_shared_layout(attr: Attr, shape=None, **options) -> Layout:
+    vec, per_phase, max_phase, order = _swizzle_params(attr)
+    shape = _check_shape(attr, shape, len(order))
+    cga = _cga_from_attr(attr, len(order))
+    tile = _swizzled_tile(vec, per_phase, max_phase, order, cga.shape_per_cta(shape))
+    return _to_layout(_combine_cta_cga(tile, cga, shape), _describe(attr))
+
+
+@encoding("amd_rotating_shared")
+def amd_rotating_shared_layout(attr: Attr, shape=None, **options) -> Layout:
+    vec, per_phase, max_phase, order = _swizzle_params(attr)
+    shape = _check_shape(attr, shape, len(order))
+    cga = _cga_from_attr(attr, len(order))
+    # Triton builds the rotating tile on the whole shape (not per CTA) and then fits it.
+    sizes = cga.shape_per_cta(shape) if len(order) == 1 else shape
+    tile = _swizzled_tile(vec, per_phase, max_phase, order, sizes, rotating=True)
+    return _to_layout(_combine_cta_cga(tile, cga, shape), _describe(attr))
+
+
+@encoding("shared")
+def legacy_shared_layout(attr: Attr, shape=None, **options) -> Layout:
+    """``#triton_gpu.shared`` (Triton < 3.3)."""
+    vec, per_phase, max_phase, order = _swizzle_params(attr)
+    rank = len(order)
+    shape = _check_shape(attr, shape, rank)
+    cga = _cga_from_attr(attr, rank)
+    if not _bool_param(attr, "hasLeadingOffset", False):
+        tile = _swizzled_tile(vec, per_phase, max_phase, order, shape)
+        return _to_layout(_combine_cta_cga(tile, cga, shape), _describe(attr))
+    if rank == 1:
+        return _to_layout(_combine_cta_cga(_LL.identity1d(shape[0], "offset", "dim0"), cga, shape), _describe(attr))
+    widths = {(4, 2): 32, (2, 4): 64, (1, 8): 128}
+    tile_bytes = widths.get((per_phase, max_phase))
+    if tile_bytes is None:
+        raise LayoutError(f"#{attr.kind} with hasLeadingOffset = true needs (perPhase, maxPhase) = (4, 2), (2, 4) "
+                          f"or (1, 8), got ({per_phase}, {max_phase})")
+    bits = _element_bits_option(attr, options)
+    col, row = order[0], order[1]
+    tile_rows, tile_cols = 8, 8 * tile_bytes // bits
+    if shape[col] < tile_cols or shape[row] < tile_rows:
+        raise LayoutError(f"#{attr.kind}: shape {shape} is smaller than the {tile_rows} x {tile_cols} tile "
+                          f"(rows = dim{row}, columns = dim{col})")
+    bases = [(0, 1 << i) for i in range(_log2(tile_cols))]
+    bases += [(1 << j, vec * (((1 << j) // per_phase) % max_phase)) for j in range(_log2(tile_rows))]
+    tile = _LL.inferred({"offset": bases}, [f"dim{row}", f"dim{col}"])
+    for d in order[2:]:
+        tile = tile * _LL.identity1d(shape[d], "offset", f"dim{d}")
+    return _to_layout(_combine_cta_cga(tile, cga, shape), _describe(attr))
+
+
+# ------------------------------------------------------------------------------------------------
+# NVMMA shared
+# ------------------------------------------------------------------------------------------------
+def tma_block_shape(shape_per_cta: Sequence[int], element_bits: int, swizzle_bytes: int,
+                    fp4_padded: bool, transposed: bool) -> list[int]:
+    """The TMA box one NVMMA tile covers, in (packed) elements: every dim at most 256, the
+    contiguous dim exactly one swizzle row (``8 * swizzle_bytes / element_bits``)."""
+    block = list(shape_per_cta)
+    contig = 0 if transposed else len(block) - 1
+    if fp4_padded:
+        block[contig] *= 2
+    block = [min(s, _TMA_DIM_MAX) for s in block]
+    if swizzle_bytes:
+        row = 8 * swizzle_bytes // element_bits
+        if block[contig] < row:
+            raise LayoutError(f"nvmma_shared: the contiguous dim (dim{contig}) holds {block[contig]} elements per CTA, "
+                              f"fewer than one {swizzle_bytes}-byte swizzle row ({row} elements of {element_bits} bits)")
+        block[contig] = row
+    if fp4_padded:
+        block[contig] //= 2
+    return block
+
+
+def _nvmma_core_tile(element_bits: int, swizzle_bytes: int, fp4_padded: bool) -> _LL:
+    """8 rows x one swizzle row: 16-byte vectors of row ``r`` XOR-ed with ``(r // perPhase) % maxPhase``."""
+    vec = 128 // element_bits
+    per_phase, max_phase = 128 // swizzle_bytes, swizzle_bytes // 16
+    tile_cols = 8 * max(16, swizzle_bytes) // element_bits
+
+    def packed(col: int) -> int:          # fp4Padded: 8 data bytes then 8 padding bytes per 16
+        return col // 16 * 8 + col % 8 if fp4_padded else col
+
+    bases = [(0, packed(1 << i)) for i in range(_log2(tile_cols))]
+    bases += [(1 << j, packed(vec * (((1 << j) // per_phase) % max_phase))) for j in range(3)]
+    return _LL.inferred({"offset": bases}, ["dim0", "dim1"])
+
+
+def _nvmma_rank(attr: Attr) -> int:
+    cga = _int_matrix(attr, "CGALayout") if "CGALayout" in attr.params else None
+    for key in ("CTAsPerCGA", "CTASplitNum", "CTAOrder"):
+        if key in attr.params:
+            return len(_int_list(attr, key))
+    if cga:
+        return len(cga[0])
+    return _int_param(attr, "rank", default=2)
+
+
+@encoding("nvmma_shared")
+def nvmma_shared_layout(attr: Attr, shape=None, **options) -> Layout:
+    swizzle = attr.params.get("swizzlingByteWidth")
+    if swizzle is None:
+        raise LayoutError(f"#{attr.kind} needs a 'swizzlingByteWidth' parameter")
+    if not _is_int(swizzle) or swizzle not in NVMMA_SWIZZLE_WIDTHS:
+        raise LayoutError(f"#{attr.kind}: swizzlingByteWidth must be 0, 32, 64 or 128, got {swizzle!r}")
+    bits = attr.params.get("elementBitWidth")
+    if bits is None:
+        raise LayoutError(f"#{attr.kind} needs an 'elementBitWidth' parameter")
+    if not _is_int(bits) or bits not in _NVMMA_ELEMENT_BITS:
+        raise LayoutError(f"#{attr.kind}: elementBitWidth must be one of {list(_NVMMA_ELEMENT_BITS)}, got {bits!r}")
+    transposed = _bool_param(attr, "transposed")
+    fp4 = _bool_param(attr, "fp4Padded")
+    if fp4 and (swizzle != 128 or bits != 8):
+        raise LayoutError(f"#{attr.kind}: fp4Padded needs swizzlingByteWidth = 128 and elementBitWidth = 8, "
+                          f"got {swizzle} and {bits}")
+    rank = _nvmma_rank(attr)
+    shape = _check_shape(attr, shape, rank)
+    cga = _cga_from_attr(attr, rank)
+    spc = cga.shape_per_cta(shape)
+    names = _dim_names(rank)
+    if rank == 1 and swizzle:
+        raise LayoutError(f"#{attr.kind}: a swizzled ({swizzle}-byte) layout needs rank >= 2")
+    tma = tma_block_shape(spc, bits, swizzle, fp4, transposed)
+    if swizzle == 0:
+        # Unswizzled: plain TMA boxes, the contiguous dim fastest (dim0 when transposed).
+        if transposed and rank > 2:
+            raise UnsupportedError(
+                f"#{attr.kind}: an unswizzled transposed layout of rank {rank} is not modelled: Triton 3.9 "
+                "maps it to a non-injective offset layout (several offsets per element)")
+        ll = _LL({"offset": []}, [])
+        for d in (range(rank) if transposed else reversed(range(rank))):
+            ll = ll * _LL.identity1d(tma[d], "offset", names[d])
+        # more boxes than one: the last dim's boxes first, also when transposed (Triton 3.9)
+        ll = ll.ensure_not_smaller(dict(zip(names, spc)), names[::-1])
+        return _to_layout(_combine_cta_cga(ll, cga, shape), _describe(attr))
+
+    rows, cols = _prod(tma[:-1]), tma[-1]
+    if transposed:
+        rows, cols = cols, rows
+    tile = _nvmma_core_tile(bits, swizzle, fp4)
+    tile_rows, tile_cols = tile.out_size("dim0"), tile.out_size("dim1")
+    packing = 2 if fp4 else 1
+    if cols * packing < tile_cols or rows < tile_rows:
+        raise LayoutError(f"#{attr.kind}: Illegal shared layout; the per-CTA tile, collapsed to 2-D, is "
+                          f"[{rows}, {cols}] but must be at least [{tile_rows}, {tile_cols // packing}]")
+    ll = tile.ensure_not_smaller({"dim0": rows, "dim1": cols}, ["dim0", "dim1"])
+    pre_shape = tma[1:] + tma[:1] if transposed else list(tma)
+    if ll.total_out_size() != _prod(pre_shape):
+        raise LayoutError(f"#{attr.kind}: Illegal shared layout for shape {shape}")
+    ll = ll.reshape_row_major(pre_shape)
+    if transposed:
+        ll = ll.permute_dims([rank - 1] + list(range(rank - 1)))
+    ll = ll.ensure_not_smaller(dict(zip(names, spc)), names)
+    return _to_layout(_combine_cta_cga(ll, cga, shape), _describe(attr))
+
+
+# ------------------------------------------------------------------------------------------------
+# Shared linear
+# ------------------------------------------------------------------------------------------------
+def _bases_block(attr: Attr) -> tuple[list[list[int]], list[list[int]], int]:
+    offset = _int_matrix(attr, "offset")
+    block = _int_matrix(attr, "block")
+    rows = offset + block
+    if not rows:
+        raise LayoutError(f"#{attr.kind}: offset bases must not be empty")
+    rank = len(rows[0])
+    if rank == 0 or any(len(r) != rank for r in rows):
+        raise LayoutError(f"#{attr.kind}: every basis needs the same number (>= 1) of entries")
+    if any(c < 0 or c >= _MAX_DIM for r in rows for c in r):
+        raise LayoutError(f"#{attr.kind}: basis entries must lie in [0, 2**31)")
+    return offset, block, rank
+
+
+@encoding("shared_linear")
+def shared_linear_layout(attr: Attr, shape=None, **options) -> Layout:
+    offset, block, rank = _bases_block(attr)
+    ll = _LL.inferred({"offset": offset, "block": block}, _dim_names(rank))
+    sizes = [s for _, s in ll.outs]
+    if shape is not None:
+        shape = _check_shape(attr, shape, rank)
+        if list(shape) != sizes:
+            raise LayoutError(f"#{attr.kind}: its bases span {sizes}, but the shape is {list(shape)} "
+                              "(Triton does not broadcast shared linear layouts)")
+    nonzero = [tuple(v) for v in offset + block if any(v)]
+    lay = _to_layout(ll, _describe(attr))
+    if len(nonzero) != _log2(ll.total_out_size()) or not lay.is_surjective():
+        raise LayoutError(f"#{attr.kind}: the layout must be surjective and, without its zero bases, "
+                          "a bijection (every element stored once per copy)")
+    return lay
+
+
+# ------------------------------------------------------------------------------------------------
+# Padded shared
+# ------------------------------------------------------------------------------------------------
+def _padding_pairs(attr: Attr) -> list[tuple[int, int]]:
+    p = attr.params
+    if "intervals" in p or "paddings" in p:
+        intervals, paddings = _int_list(attr, "intervals"), _int_list(attr, "paddings")
+        if len(intervals) != len(paddings):
+            raise LayoutError(f"#{attr.kind}: {len(intervals)} intervals but {len(paddings)} paddings")
+        pairs = list(zip(intervals, paddings))
+    else:
+        key = next((k for k in ("interval_padding_pairs", "intervalPaddings", "padding") if k in p), None)
+        if key is None:
+            raise LayoutError(f"#{attr.kind} needs its [interval:+padding, ...] list")
+        pairs = []
+        for item in _int_matrix(attr, key):
+            if len(item) != 2:
+                raise LayoutError(f"#{attr.kind}: each interval-padding pair needs 2 numbers, got {item}")
+            pairs.append((item[0], item[1]))
+    if not pairs:
+        raise LayoutError(f"#{attr.kind}: needs at least one interval-padding pair")
+    for i, pd in pairs:
+        if not (_is_pow2(i) and _is_pow2(pd)):
+            raise LayoutError(f"#{attr.kind}: interval {i} and padding {pd} must be powers of two")
+    if len({i for i, _ in pairs}) != len(pairs):
+        raise LayoutError(f"#{attr.kind}: interval values cannot repeat")
+    return pairs
+
+
+def _padded_linear_component(attr: Attr) -> _LL:
+    p = attr.params
+    if "offset" in p or "block" in p:
+        extra = sorted(set(p) & {"order", "shape"})
+        if extra:
+            raise LayoutError(f"#{attr.kind}: give offset/block bases or order/shape, not both ({extra})")
+        offset, block, rank = _bases_block(attr)
+        for r in offset + block:
+            if sum(1 for c in r if c) > 1 or any(c and not _is_pow2(c) for c in r):
+                raise LayoutError(f"#{attr.kind}: basis {r}: each basis must move one dim by a power of two")
+        ll = _LL.inferred({"offset": offset, "block": block}, _dim_names(rank))
+        vecs = [tuple(r) for r in offset + block]
+        if any(not any(v) for v in vecs) or len(set(vecs)) != len(vecs) or \
+                len(vecs) != _log2(ll.total_out_size()):
+            raise LayoutError(f"#{attr.kind}: the linear component must be a bijection (no zero or repeated bases, "
+                              "no holes)")
+        return ll
+    order = _int_list(attr, "order")
+    shape = _int_list(attr, "shape", len(order))
+    _check_permutation(attr, "order", order, len(order))
+    for s in shape:
+        if not _is_pow2(s) or s > _MAX_DIM:
+            raise LayoutError(f"#{attr.kind}: shape {shape} needs power-of-two sizes below 2**31")
+    ll = _LL({"offset": []}, [])
+    for d in order:
+        ll = ll * _LL.identity1d(shape[d], "offset", f"dim{d}")
+    return ll.transpose_outs(_dim_names(len(order)))
+
+
+def padded_size(pairs: Sequence[tuple[int, int]], n: int) -> int:
+    """Slots a padded buffer of ``n`` elements occupies (no padding after the last element)."""
+    size = n
+    for interval, pad in pairs:
+        size += (n // interval) * pad - (pad if n % interval == 0 else 0)
+    return size
+
+
+def physical_offset_expr(pairs: Sequence[tuple[int, int]], dense: E.Expr | None = None) -> E.Expr:
+    """Slot of the element with dense index ``dense`` (default ``Var("offset")``):
+    ``dense + sum_k (dense // interval_k) * pad_k``."""
+    dense = E.Var("offset") if dense is None else dense
+    out = dense
+    for interval, pad in pairs:
+        out = out + (dense // interval) * pad
+    return out
+
+
+def _padded_parts(attr: Attr, shape) -> tuple[list[tuple[int, int]], _LL]:
+    pairs = _padding_pairs(attr)
+    ll = _padded_linear_component(attr)
+    sizes = [s for _, s in ll.outs]
+    if shape is not None:
+        shape = _check_shape(attr, shape, len(sizes))
+        if list(shape) != sizes:
+            raise LayoutError(f"#{attr.kind}: its linear component covers {sizes}, but the shape is {list(shape)}")
+    return pairs, ll
+
+
+@encoding("padded_shared")
+def padded_shared_layout(attr: Attr, shape=None, **options) -> Layout:
+    """Dense offsets (padding skipped); see the module docstring. The returned Layout carries
+    ``padding`` and ``physical_offset``."""
+    pairs, ll = _padded_parts(attr, shape)
+    pad_text = ", ".join(f"{i}:+{p}" for i, p in pairs)
+    lay = _to_layout(ll, f"{_describe(attr)} (offset = dense element index; element at dense offset i is in "
+                         f"slot i + sum(i // interval * pad) for [{pad_text}])")
+    lay.padding = tuple(pairs)
+    lay.physical_offset = physical_offset_expr(pairs)
+    return lay
+
+
+def padded_address_layout(attr: Attr, shape=None) -> Layout:
+    """Logical coordinate -> physical slot of a ``padded_shared`` encoding, as a Layout whose
+    inputs are ``dim0, dim1, ...`` and whose outputs are ``offset`` (the padded buffer size) and,
+    with several CTAs, ``block``. Built symbolically: the dense index is the F2 inverse of the
+    linear component, then padding is added."""
+    pairs, ll = _padded_parts(attr, shape)
+    names = [n for n, _ in ll.outs]
+    n_off = len(ll.ins.get("offset", []))
+    rows = [("offset", i, v) for i, v in enumerate(ll.ins.get("offset", []))] + \
+           [("block", i, v) for i, v in enumerate(ll.ins.get("block", []))]
+    # Each basis moves exactly one logical bit (checked in the linear component): invert bit by bit.
+    dense: E.Expr = E.Const(0)
+    block: E.Expr = E.Const(0)
+    for in_name, i, v in rows:
+        d = next((k for k, c in enumerate(v) if c), None)
+        if d is None:
+            raise NotInvertibleError(f"#{attr.kind}: zero basis; the linear component is not invertible")
+        bit = (E.Var(names[d]) >> _log2(v[d])) & 1
+        if in_name == "offset":
+            dense = dense + (bit << i) if i else dense + bit
+        else:
+            block = block + (bit << i) if i else block + bit
+    outs = [("offset", padded_size(pairs, 1 << n_off))]
+    exprs = [physical_offset_expr(pairs, dense)]
+    if ll.ins.get("block"):
+        outs.append(("block", 1 << len(ll.ins["block"])))
+        exprs.append(block)
+    return Layout(ll.outs, outs, exprs, name=f"address of {_describe(attr)}")
