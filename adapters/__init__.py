@@ -33,9 +33,13 @@ def guess_framework(text: str) -> str:
     t = text.lstrip()
     if t.startswith(("#ttg.", "#triton_gpu.", "tensor<", "!ttg.memdesc<", "#blocked", "#mma", "#shared")):
         return "triton"
-    if t.startswith("#iree_vector_ext.") or t.startswith("#iree"):
+    if t.startswith("#iree") or re.match(r"#[\w.$-]+\s*=\s*#iree", t):
         return "iree"
-    if re.match(r"(RegisterLayout\(|(local|spatial|column_spatial|column_local|replicated|auto_local_spatial|register_layout)\s*\()", t):
+    if re.match(r"#[\w.$-]+\s*=\s*#(ttg|triton_gpu)\.", t):
+        return "triton"
+    if re.match(r"(RegisterLayout\(|SharedLayout\(|Swizzle\(|shared_\w*\(|(local|spatial|column_spatial|column_local|"
+                r"replicated|auto_local_spatial|register_layout|compose|concat|reduce|reduce_to|permute|reshape|flatten|"
+                r"squeeze|unsqueeze|divide|left_divide|repeat)\s*\()", t):
         return "tilus"
     if re.match(r"(mma|wgmma|ldmatrix|stmatrix)\.", t):
         return "ptx"
