@@ -31,7 +31,8 @@ MAX_TEXT = 1 << 20
 
 def guess_framework(text: str) -> str:
     t = text.lstrip()
-    if t.startswith(("#ttg.", "#triton_gpu.", "tensor<", "!ttg.memdesc<", "#blocked", "#mma", "#shared")):
+    if t.startswith(("#ttg.", "#triton_gpu.", "tensor<", "!ttg.memdesc<", "!tt.memdesc<", "#blocked", "#mma",
+                     "#shared", "#smem", "#linear", "#loc", "#slice", "#dot")):
         return "triton"
     if t.startswith("#iree") or re.match(r"#[\w.$-]+\s*=\s*#iree", t):
         return "iree"

@@ -374,13 +374,19 @@ class Layout:
             raise LayoutError(f"malformed normal form: {e}") from None
 
     def fingerprint(self) -> str:
-        """Stable hash of dims, sizes and normal form (or table); 16 hex digits."""
+        """Stable hash of dims, sizes and normal form (or table); 16 hex digits.
+
+        Hardware dims of size 1 carry no information and are left out, so ``[offset]`` and
+        Triton's ``[offset, block=1]`` spellings of one layout share a fingerprint (the flat
+        hardware order, and hence the table, is the same with or without them).
+        """
         h = hashlib.sha256()
-        h.update(json.dumps({"in": self.in_dims, "out": self.out_dims}, sort_keys=True).encode())
+        ins = [(n, s) for n, s in self.in_dims if s > 1]
+        h.update(json.dumps({"in": ins, "out": self.out_dims}, sort_keys=True).encode())
         f2 = self.f2_bases()
         if f2 is not None:
             h.update(b"F2")
-            h.update(json.dumps([[n, [list(v) for v in f2[n]]] for n in self.in_names]).encode())
+            h.update(json.dumps([[n, [list(v) for v in f2[n]]] for n, _ in ins]).encode())
         else:
             h.update(b"TABLE")
             h.update(np.ascontiguousarray(self.table(), dtype="<i8").tobytes())

@@ -5,6 +5,8 @@ import json
 
 from adapters import adapter, parse_shape, split_spec
 
+from verifier.errors import NativeError
+
 from .common import add_layout_options, layout_options
 
 
@@ -30,18 +32,24 @@ def run(args) -> int:
     mod = adapter(fw)
     ours = mod.parse(text, shape=shape, **opts)
     native = None
+    native_error = None
     if args.native:
         if not hasattr(mod, "native"):
             from verifier.errors import UnsupportedError
             raise UnsupportedError(f"--native is not available for {fw}")
-        native = mod.native(text, shape=shape, **opts)
+        try:
+            native = mod.native(text, shape=shape, **opts)
+        except NativeError as e:
+            native_error = str(e)
     agree = None
     if native is not None:
-        agree = native.in_dims == ours.in_dims and native.out_dims == ours.out_dims and \
-            native.f2_bases() == ours.f2_bases() and native.fingerprint() == ours.fingerprint()
+        # Same fingerprint = same dims (size-1 hardware dims aside) and the same normal form.
+        agree = native.out_dims == ours.out_dims and native.fingerprint() == ours.fingerprint()
     if args.json:
         out = {"framework": fw, "layout": ours.normal_form(), "fingerprint": ours.fingerprint(),
                "f2_linear": ours.is_f2_linear(), "kind": ours.kind}
+        if native_error is not None:
+            out["native"] = {"error": native_error}
         if native is not None:
             out["native"] = {"layout": native.normal_form(), "fingerprint": native.fingerprint(), "agree": agree}
         print(json.dumps(out))
@@ -55,10 +63,15 @@ def run(args) -> int:
         if not args.no_grid:
             print()
             print(ours.render(max_cells=args.max_cells))
+        if native_error is not None:
+            print()
+            print(f"native {fw}: rejected the input: {native_error}")
         if native is not None:
             print()
             print(f"native {fw}:")
             print(native.describe())
             print()
             print("agree: yes (identical normal form)" if agree else "agree: NO: the native layout differs from ours")
+    if native_error is not None:
+        return 1
     return 0 if agree in (None, True) else 1
