@@ -1,8 +1,11 @@
 """Checking claims: parse both layouts, prove, and record the outcome of each claim.
 
 A claim's outcome is ``holds`` (the verdict or conversion class is the expected one),
-``fails`` (it is another one: the witness says why), or ``error`` (a layout did not parse, or
-the solver gave up: ``unknown`` never holds). Claims are checked in parallel processes.
+``fails`` (it is another one: the witness says why), ``error`` (a layout did not parse, or
+the solver gave up: ``unknown`` never holds), or ``known`` (the claim records a known
+difference, ``known = ...``, and exactly that difference was found again). A claim marked
+``known`` whose expectation now holds *fails*: the difference is gone and the mark is stale.
+``holds`` and ``known`` are the passing outcomes. Claims are checked in parallel processes.
 """
 from __future__ import annotations
 
@@ -15,17 +18,24 @@ from dataclasses import asdict, dataclass, field
 from .corpus import Claim
 from .errors import LayoutError
 
+#: outcomes that do not fail a run
+PASSING = ("holds", "known")
+
 
 @dataclass
 class Outcome:
     claim: Claim
-    status: str                 # "holds" | "fails" | "error"
+    status: str                 # "holds" | "fails" | "error" | "known"
     got: str | None             # the verdict or conversion class found
     method: str | None = None
     seconds: float = 0.0
     message: str = ""           # one line: why it fails / the error
     witness: dict | None = None
     fingerprints: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.status in PASSING
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -39,6 +49,19 @@ def _load(spec: str, shape, options: dict):
     return parse_spec(spec, shape=shape, **options)
 
 
+def _conversion(a, b, timeout_ms: int):
+    """(class, witness, method, reason) of the conversion a -> b (:func:`verifier.conversion.analyze`)."""
+    from .conversion import analyze
+    rep = analyze(a, b, timeout_ms=timeout_ms)
+    w = rep.witness
+    if w is not None:
+        reason = f"not {w.get('rules_out')}: {w.get('reason')}"
+    else:
+        reason = "A and B are the same layout" if rep.mechanism == "no_op" else ""
+    method = "conversion" + (f" ({rep.no_op_method})" if rep.no_op_method in ("f2", "z3", "table") else "")
+    return rep.mechanism, w, method, reason
+
+
 def check_claim(claim: Claim) -> Outcome:
     """Check one claim (never raises for bad claim input: that becomes an ``error`` outcome)."""
     t0 = time.perf_counter()
@@ -47,27 +70,52 @@ def check_claim(claim: Claim) -> Outcome:
         b = _load(claim.b, claim.shape_b, claim.options_b)
         fps = {"a": a.fingerprint(), "b": b.fingerprint()}
         if claim.kind == "conversion":
-            from .conversion import analyze
-            rep = analyze(a, b, timeout_ms=claim.timeout_ms)
-            got = rep.mechanism
-            witness = getattr(rep, "witness", None)
-            method = getattr(rep, "method", "conversion")
-            reason = getattr(rep, "reason", "") or f"conversion needs {got}"
+            got, witness, method, reason = _conversion(a, b, claim.timeout_ms)
         else:
             from .compare import compare
             res = compare(a, b, timeout_ms=claim.timeout_ms)
             got, witness, method, reason = res.verdict, res.witness, res.method, res.reason
     except LayoutError as e:
-        return Outcome(claim, "error", None, None, time.perf_counter() - t0, str(e))
+        dt = time.perf_counter() - t0
+        if claim.known == "error":
+            return Outcome(claim, "known", "error", None, dt, f"known difference: {e}")
+        return Outcome(claim, "error", None, None, dt, str(e))
     except RecursionError:
         return Outcome(claim, "error", None, None, time.perf_counter() - t0, "input nested too deeply")
     dt = time.perf_counter() - t0
-    if got == claim.expect:
-        return Outcome(claim, "holds", got, method, dt, reason, witness, fps)
+    witness = _jsonable(witness)
     if got == "unknown":
         return Outcome(claim, "error", got, method, dt, f"could not decide: {reason}", witness, fps)
+    if claim.known is not None:
+        if got == claim.known:
+            return Outcome(claim, "known", got, method, dt,
+                           f"known difference: expected {claim.expect}, the framework gives {got}: {reason}",
+                           witness, fps)
+        if got == claim.expect:
+            return Outcome(claim, "fails", got, method, dt,
+                           f"marked as a known difference ({claim.known}) but now {got}: the difference is "
+                           f"gone, remove `known`", witness, fps)
+        return Outcome(claim, "fails", got, method, dt,
+                       f"expected {claim.expect} (known difference: {claim.known}), got {got}: {reason}",
+                       witness, fps)
+    if got == claim.expect:
+        return Outcome(claim, "holds", got, method, dt, reason, witness, fps)
     return Outcome(claim, "fails", got, method, dt,
                    f"expected {claim.expect}, got {got}: {reason}", witness, fps)
+
+
+def _jsonable(x):
+    """Witnesses hold numpy integers and tuples: make them plain JSON values."""
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    import numpy as np
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
 
 
 def _worker_init():
@@ -102,8 +150,10 @@ def check_claims(claims: list[Claim], jobs: int | None = None, progress=None) ->
     return results  # type: ignore[return-value]
 
 
-def progress_bar(stream=sys.stderr):
-    """A progress callback drawing a bar when ``stream`` is a terminal, else a no-op."""
+def progress_bar(stream=None):
+    """A progress callback drawing a bar when ``stream`` (default: the current ``sys.stderr``)
+    is a terminal, else None."""
+    stream = sys.stderr if stream is None else stream
     if not stream.isatty():
         return None
 

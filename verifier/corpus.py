@@ -18,6 +18,19 @@ A corpus file holds any number of claims and named layouts::
     note = "why this should hold"   # optional
     fragment = "mma.m16n8k16.f32.C" # optional: the atlas row this claim belongs to
     framework = "cute"              # optional: the atlas column (defaults to b's framework)
+    known = "not_equal"             # optional: a KNOWN DIFFERENCE. ``expect`` stays what is
+                                    # believed true (the spec); ``known`` is what the framework
+                                    # is known to answer instead. The claim then passes as
+                                    # "known" while the difference reproduces exactly, and FAILS
+                                    # once it no longer does (fixed: remove ``known``).
+    native = "mma_dot:m16n8k16v1_f16_f32:A"   # optional: where the atlas's --native mode gets the
+                                    # framework's own layout for side b (see verifier.atlas);
+                                    # default: b's text through the framework's ``native``
+
+    [[inexpressible]]               # an atlas cell the framework cannot express (and why)
+    fragment = "ldmatrix.x4"
+    framework = "triton"
+    note = "Triton picks ldmatrix inside the local_load lowering; no TTGIR encoding names it"
 
     [[layout]]                      # a named layout, recorded by `layoutverify snapshot`
     name = "blocked-4x8"
@@ -25,7 +38,8 @@ A corpus file holds any number of claims and named layouts::
     shape = [64, 64]
 
 Claims are checked by :mod:`verifier.commands.check`; a claim *holds* when the verdict (or the
-conversion class) is exactly the expected one. ``unknown`` never holds.
+conversion class) is exactly the expected one. ``unknown`` never holds. A conversion class may
+also be ``impossible`` (A does not hold every element B needs).
 """
 from __future__ import annotations
 
@@ -36,11 +50,13 @@ from pathlib import Path
 from .errors import LayoutError
 
 VERDICT_EXPECTATIONS = ("equal", "equal_up_to_register_order", "not_equal", "different_tensors")
-CONVERSION_EXPECTATIONS = ("no_op", "register_permute", "intra_warp", "intra_cta", "cross_cta")
+CONVERSION_EXPECTATIONS = ("no_op", "register_permute", "intra_warp", "intra_cta", "cross_cta", "impossible")
 
 _CLAIM_KEYS = {"name", "a", "b", "shape", "shape_a", "shape_b", "options", "options_a", "options_b",
-               "expect", "tags", "note", "fragment", "framework", "timeout_ms"}
+               "expect", "tags", "note", "fragment", "framework", "timeout_ms", "known", "native"}
 _LAYOUT_KEYS = {"name", "spec", "shape", "options", "tags", "note"}
+_INEXPRESSIBLE_KEYS = {"fragment", "framework", "note"}
+_TOP_KEYS = {"claim", "layout", "inexpressible", "defaults", "title", "description"}
 
 
 @dataclass
@@ -58,7 +74,17 @@ class Claim:
     fragment: str | None = None
     framework: str | None = None
     timeout_ms: int = 20_000
+    known: str | None = None
+    native: str | None = None
     source: str = ""
+
+    @property
+    def column(self) -> str:
+        """The atlas column: ``framework`` or, by default, the framework of side ``b``."""
+        if self.framework:
+            return self.framework
+        head, sep, _ = self.b.partition(":")
+        return head.strip().lower() if sep else "?"
 
     @property
     def kind(self) -> str:
@@ -79,9 +105,19 @@ class NamedLayout:
 
 
 @dataclass
+class Inexpressible:
+    """An atlas cell that the framework cannot express, with the reason."""
+    fragment: str
+    framework: str
+    note: str
+    source: str = ""
+
+
+@dataclass
 class Corpus:
     claims: list[Claim] = field(default_factory=list)
     layouts: list[NamedLayout] = field(default_factory=list)
+    inexpressible: list[Inexpressible] = field(default_factory=list)
 
 
 def _shape(v, where: str):
@@ -112,7 +148,7 @@ def load_file(path: str | Path) -> Corpus:
         raise LayoutError(f"cannot read corpus {str(path)!r}: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise LayoutError(f"{path}: not valid TOML: {e}") from None
-    unknown = set(data) - {"claim", "layout", "defaults", "title", "description"}
+    unknown = set(data) - _TOP_KEYS
     if unknown:
         raise LayoutError(f"{path}: unknown top-level key(s) {sorted(unknown)}")
     defaults = data.get("defaults", {})
@@ -120,6 +156,9 @@ def load_file(path: str | Path) -> Corpus:
         raise LayoutError(f"{path}: [defaults] must be a table")
     out = Corpus()
     names: set[str] = set()
+    for key in ("claim", "layout", "inexpressible"):
+        if not isinstance(data.get(key, []), list):
+            raise LayoutError(f"{path}: {key!r} must be an array of tables ([[{key}]])")
     for i, raw in enumerate(data.get("claim", [])):
         where = f"{path}: claim #{i + 1}"
         if not isinstance(raw, dict):
@@ -144,15 +183,27 @@ def load_file(path: str | Path) -> Corpus:
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise LayoutError(f"{where}: tags must be a list of strings")
         timeout = raw.get("timeout_ms", 20_000)
-        if not isinstance(timeout, int) or timeout <= 0:
+        if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout <= 0:
             raise LayoutError(f"{where}: timeout_ms must be a positive integer")
+        for key in ("fragment", "framework", "native", "note"):
+            if key in raw and not isinstance(raw[key], str):
+                raise LayoutError(f"{where}: {key} must be a string")
+        known = raw.get("known")
+        if known is not None:
+            allowed = (VERDICT_EXPECTATIONS if raw["expect"] in VERDICT_EXPECTATIONS else CONVERSION_EXPECTATIONS)
+            allowed = allowed + ("error",)
+            if known not in allowed:
+                raise LayoutError(f"{where}: known {known!r} is not one of {', '.join(allowed)}")
+            if known == raw["expect"]:
+                raise LayoutError(f"{where}: known {known!r} equals expect: a known difference must differ")
         out.claims.append(Claim(
             name=raw["name"], a=raw["a"], b=raw["b"], expect=raw["expect"],
             shape_a=_shape(raw.get("shape_a"), where) or shape, shape_b=_shape(raw.get("shape_b"), where) or shape,
             options_a={**opts, **_options(raw.get("options_a"), where)},
             options_b={**opts, **_options(raw.get("options_b"), where)},
             tags=list(tags), note=str(raw.get("note", "")), fragment=raw.get("fragment"),
-            framework=raw.get("framework"), timeout_ms=timeout, source=str(path)))
+            framework=raw.get("framework"), timeout_ms=timeout, known=known, native=raw.get("native"),
+            source=str(path)))
     lnames: set[str] = set()
     for i, raw in enumerate(data.get("layout", [])):
         where = f"{path}: layout #{i + 1}"
@@ -170,6 +221,17 @@ def load_file(path: str | Path) -> Corpus:
         lnames.add(raw["name"])
         out.layouts.append(NamedLayout(raw["name"], raw["spec"], _shape(raw.get("shape"), where),
                                        _options(raw.get("options"), where), str(path)))
+    for i, raw in enumerate(data.get("inexpressible", [])):
+        where = f"{path}: inexpressible #{i + 1}"
+        if not isinstance(raw, dict):
+            raise LayoutError(f"{where}: must be a table")
+        bad = set(raw) - _INEXPRESSIBLE_KEYS
+        if bad:
+            raise LayoutError(f"{where}: unknown key(s) {sorted(bad)}")
+        for key in ("fragment", "framework", "note"):
+            if not isinstance(raw.get(key), str) or not raw[key].strip():
+                raise LayoutError(f"{where}: needs a non-empty string {key!r}")
+        out.inexpressible.append(Inexpressible(raw["fragment"], raw["framework"], raw["note"], str(path)))
     return out
 
 
@@ -195,4 +257,5 @@ def load(paths) -> Corpus:
         c = load_file(f)
         out.claims.extend(c.claims)
         out.layouts.extend(c.layouts)
+        out.inexpressible.extend(c.inexpressible)
     return out

@@ -365,7 +365,10 @@ class Layout:
     def from_normal_form(cls, d: Mapping) -> "Layout":
         try:
             if "bases" in d:
-                lay = cls.from_bases(d["bases"], [tuple(x) for x in d["out_dims"]])
+                order = [n for n, _ in d["in_dims"]]
+                if set(order) != set(d["bases"]):
+                    raise LayoutError("normal form: in_dims disagree with bases")
+                lay = cls.from_bases({n: d["bases"][n] for n in order}, [tuple(x) for x in d["out_dims"]])
                 if [list(x) for x in lay.in_dims] != [list(x) for x in d["in_dims"]]:
                     raise LayoutError("normal form: in_dims disagree with bases")
                 return lay

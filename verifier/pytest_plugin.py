@@ -10,7 +10,9 @@ be imported directly::
 
 Arguments are :class:`~verifier.Layout` objects or ``FRAMEWORK:TEXT`` specs. On failure the
 ``AssertionError`` carries the verdict, the witness (a hardware location and the two elements)
-and the two grids around it. ``unknown`` (solver gave up) fails too: nothing is equal unproven.
+and, for tiles of at most 1024 elements, both grids (``T{thread}:{register}`` per element).
+``unknown`` (solver gave up) fails too: nothing is equal unproven. ``assert_layouts_equivalent``
+is the same with ``allow_register_order=True``.
 """
 from __future__ import annotations
 
@@ -38,15 +40,32 @@ def assert_layouts_equal(a, b, *, shape=None, shape_b=None, allow_register_order
         msg = [f"layouts are not equal: {res.verdict} ({res.method}): {res.reason}"]
         if res.witness:
             msg.append(f"witness: {res.witness}")
-        try:
-            from verifier.explain import side_by_side
-            msg.append(side_by_side(la, lb, res.witness))
-        except Exception:  # the explanation is a courtesy; the verdict is the assertion
-            pass
+        msg += _grids(la, lb)
         raise AssertionError("\n".join(msg))
     return res
+
+
+def assert_layouts_equivalent(a, b, **kwargs):
+    """:func:`assert_layouts_equal` that also accepts ``equal_up_to_register_order``."""
+    kwargs.setdefault("allow_register_order", True)
+    return assert_layouts_equal(a, b, **kwargs)
+
+
+def _grids(la, lb, limit: int = 1024) -> list[str]:
+    """Both layouts drawn as grids, when small enough to read (a courtesy: never raises)."""
+    try:
+        if la.out_size() > limit or lb.out_size() > limit:
+            return []
+        return ["a:", la.render(), "b:", lb.render()]
+    except Exception:  # the drawing is a courtesy; the verdict is the assertion
+        return []
 
 
 @pytest.fixture(name="assert_layouts_equal")
 def _assert_layouts_equal_fixture():
     return assert_layouts_equal
+
+
+@pytest.fixture(name="assert_layouts_equivalent")
+def _assert_layouts_equivalent_fixture():
+    return assert_layouts_equivalent

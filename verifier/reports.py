@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .claims import Outcome
 
-_MARK = {"holds": "ok", "fails": "FAIL", "error": "ERROR"}
+_MARK = {"holds": "ok", "fails": "FAIL", "error": "ERROR", "known": "KNOWN"}
 
 
 def summary(outcomes: list[Outcome]) -> Counter:
@@ -16,11 +16,20 @@ def summary(outcomes: list[Outcome]) -> Counter:
 
 
 def _witness_line(w) -> str:
-    return json.dumps(w, sort_keys=True, default=str) if w else ""
+    return json.dumps(w, default=str) if w else ""    # the prover's order: hardware, a, b
 
 
-def table(outcomes: list[Outcome]) -> str:
-    """Fixed-width table: status, claim id, expected, got, method, time; failures explained."""
+def table(outcomes: list[Outcome], quiet: bool = False) -> str:
+    """Fixed-width table: status, claim id, expected, got, method, time; failures explained.
+    ``quiet``: only the failures (not the known differences) and the summary line."""
+    if quiet:
+        lines = []
+        for o in outcomes:
+            if not o.passed:
+                lines.append(f"{_MARK[o.status]} {o.claim.id}: {o.message}")
+                if o.witness:
+                    lines.append(f"    witness: {_witness_line(o.witness)}")
+        return "\n".join(lines + [summary_line(outcomes)])
     rows = [("", "claim", "expect", "got", "method", "time")]
     for o in outcomes:
         rows.append((_MARK[o.status], o.claim.id, o.claim.expect, o.got or "-", o.method or "-",
@@ -32,10 +41,15 @@ def table(outcomes: list[Outcome]) -> str:
             lines.append(f"{_MARK[o.status]} {o.claim.id}: {o.message}")
             if o.witness:
                 lines.append(f"    witness: {_witness_line(o.witness)}")
-    c = summary(outcomes)
-    lines.append(f"{c['holds']} passed, {c['fails'] + c['error']} failed"
-                 + (f" ({c['error']} errors)" if c["error"] else ""))
+    lines.append(summary_line(outcomes))
     return "\n".join(lines)
+
+
+def summary_line(outcomes: list[Outcome]) -> str:
+    c = summary(outcomes)
+    return (f"{c['holds']} passed, {c['fails'] + c['error']} failed"
+            + (f" ({c['error']} errors)" if c["error"] else "")
+            + (f", {c['known']} known differences" if c["known"] else ""))
 
 
 def write_junit(outcomes: list[Outcome], path: str | Path) -> None:
@@ -47,7 +61,7 @@ def write_junit(outcomes: list[Outcome], path: str | Path) -> None:
     for src, outs in suites.items():
         c = summary(outs)
         suite = ET.SubElement(root, "testsuite", name=Path(src).stem, tests=str(len(outs)),
-                              failures=str(c["fails"]), errors=str(c["error"]), skipped="0",
+                              failures=str(c["fails"]), errors=str(c["error"]), skipped=str(c["known"]),
                               time=f"{sum(o.seconds for o in outs):.3f}", file=src)
         for o in outs:
             case = ET.SubElement(suite, "testcase", classname=Path(src).stem, name=o.claim.name,
@@ -58,6 +72,9 @@ def write_junit(outcomes: list[Outcome], path: str | Path) -> None:
             elif o.status == "error":
                 el = ET.SubElement(case, "error", message=o.message, type="error")
                 el.text = f"a: {o.claim.a}\nb: {o.claim.b}"
+            elif o.status == "known":   # reported, not failing: JUnit's "skipped" with the reason
+                el = ET.SubElement(case, "skipped", message=o.message, type="known_difference")
+                el.text = f"a: {o.claim.a}\nb: {o.claim.b}\nwitness: {_witness_line(o.witness)}"
             out = ET.SubElement(case, "system-out")
             out.text = f"verdict: {o.got}; method: {o.method}"
     ET.indent(root)
@@ -66,7 +83,8 @@ def write_junit(outcomes: list[Outcome], path: str | Path) -> None:
 
 def write_json(outcomes: list[Outcome], path: str | Path) -> None:
     c = summary(outcomes)
-    doc = {"summary": {"holds": c["holds"], "fails": c["fails"], "errors": c["error"], "total": len(outcomes)},
+    doc = {"summary": {"holds": c["holds"], "fails": c["fails"], "errors": c["error"], "known": c["known"],
+                       "total": len(outcomes)},
            "claims": [o.to_json() for o in outcomes]}
     Path(path).write_text(json.dumps(doc, indent=1, default=str) + "\n")
 
@@ -77,18 +95,22 @@ def _md(s: str) -> str:
 
 def markdown(outcomes: list[Outcome]) -> str:
     c = summary(outcomes)
-    head = "all claims hold" if c["holds"] == len(outcomes) else f"{c['fails'] + c['error']} claim(s) do not hold"
+    bad = c["fails"] + c["error"]
+    head = "all claims hold" if not bad else f"{bad} claim(s) do not hold"
+    if not bad and c["known"]:
+        head += f" ({c['known']} known differences)"
     lines = [f"## layoutverify: {head}", "",
-             f"{c['holds']} hold, {c['fails']} fail, {c['error']} errors, {len(outcomes)} total.", "",
+             f"{c['holds']} hold, {c['fails']} fail, {c['error']} errors, {c['known']} known differences, "
+             f"{len(outcomes)} total.", "",
              "| | claim | expected | got | method | time |", "|---|---|---|---|---|---|"]
     for o in outcomes:
-        icon = {"holds": "✅", "fails": "❌", "error": "⚠️"}[o.status]
+        icon = {"holds": "✅", "fails": "❌", "error": "⚠️", "known": "🔶"}[o.status]
         lines.append(f"| {icon} | `{_md(o.claim.id)}` | {o.claim.expect} | {o.got or '-'} | {o.method or '-'} | "
                      f"{o.seconds * 1000:.0f} ms |")
-    bad = [o for o in outcomes if o.status != "holds"]
-    if bad:
+    notes = [o for o in outcomes if o.status != "holds"]
+    if notes:
         lines += ["", "### Why", ""]
-        for o in bad:
+        for o in notes:
             lines.append(f"- `{_md(o.claim.id)}`: {_md(o.message)}")
             if o.witness:
                 lines.append(f"  - witness: `{_md(_witness_line(o.witness))}`")

@@ -19,6 +19,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from .errors import LayoutError
 from .layout import Layout
 
@@ -48,22 +50,44 @@ class Entry:
 
 def record(entries: list[Entry], *, native: bool = False, on_error=None) -> dict:
     """Build a golden document. With ``native``, layouts come from the installed framework
-    where its adapter offers ``native`` (the compiler under test), else from our adapter."""
+    where its adapter offers ``native`` (the compiler under test), else from our adapter.
+
+    Native Triton layouts are computed in ONE subprocess for all entries
+    (:func:`adapters.triton.native.native_many`); other frameworks' ``native`` run per entry."""
     from adapters import adapter, split_spec
-    layouts = {}
-    for e in entries:
-        fw, text = split_spec(e.spec)
-        mod = adapter(fw)
-        use_native = native and hasattr(mod, "native")
+    built: list = [None] * len(entries)
+    sources: list[str] = ["adapter"] * len(entries)
+    batch: list[int] = []
+    for i, e in enumerate(entries):
         try:
-            lay = (mod.native if use_native else mod.parse)(text, shape=e.shape, **(e.options or {}))
+            fw, text = split_spec(e.spec)
+            mod = adapter(fw)
         except LayoutError as err:
-            if on_error is None:
-                raise LayoutError(f"layout {e.name!r}: {err}") from None
-            on_error(e, err)
+            built[i] = err
             continue
-        layouts[e.name] = {"spec": e.spec, "shape": list(e.shape) if e.shape else None,
-                           "source": "native" if use_native else "adapter",
+        if native and fw == "triton" and hasattr(mod, "native_many"):
+            batch.append(i)
+            sources[i] = "native"
+            continue
+        use_native = native and hasattr(mod, "native")
+        sources[i] = "native" if use_native else "adapter"
+        try:
+            built[i] = (mod.native if use_native else mod.parse)(text, shape=e.shape, **(e.options or {}))
+        except LayoutError as err:
+            built[i] = err
+    if batch:
+        from adapters.triton import native_many
+        cases = [(split_spec(entries[i].spec)[1], entries[i].shape, entries[i].options or {}) for i in batch]
+        for i, res in zip(batch, native_many(cases)):
+            built[i] = res
+    layouts = {}
+    for e, lay, src in zip(entries, built, sources):
+        if isinstance(lay, Exception):
+            if on_error is None:
+                raise LayoutError(f"layout {e.name!r}: {lay}") from None
+            on_error(e, lay)
+            continue
+        layouts[e.name] = {"spec": e.spec, "shape": list(e.shape) if e.shape else None, "source": src,
                            "fingerprint": lay.fingerprint(), "normal_form": lay.normal_form()}
     return {"format": FORMAT, "versions": framework_versions(), "layouts": layouts}
 
@@ -104,10 +128,47 @@ def diff(old: dict, new: dict, timeout_ms: int = 20_000) -> list[Change]:
             out.append(Change(name, "removed", old_spec=a[name]["spec"]))
         elif name not in a:
             out.append(Change(name, "added", new_spec=b[name]["spec"]))
-        elif a[name]["fingerprint"] != b[name]["fingerprint"]:
-            la = Layout.from_normal_form(a[name]["normal_form"])
-            lb = Layout.from_normal_form(b[name]["normal_form"])
+        elif a[name].get("fingerprint") != b[name].get("fingerprint") or \
+                a[name].get("normal_form") != b[name].get("normal_form"):
+            la, lb = _layout(a[name], name, "old"), _layout(b[name], name, "new")
             res = compare(la, lb, timeout_ms=timeout_ms)
-            out.append(Change(name, "changed", res.verdict, res.witness, res.reason,
-                              a[name]["spec"], b[name]["spec"]))
+            if res.verdict == "equal":
+                # same layout, another fingerprint (e.g. a different but equivalent normal form)
+                continue
+            witness = res.witness
+            if witness is not None and res.verdict == "not_equal":
+                recheck_witness(la, lb, witness)
+            out.append(Change(name, "changed", res.verdict, witness, res.reason,
+                              a[name].get("spec"), b[name].get("spec")))
     return out
+
+
+def _layout(entry: dict, name: str, side: str) -> Layout:
+    try:
+        nf = dict(entry["normal_form"])
+        if isinstance(nf.get("bases"), dict):
+            # JSON tools (and our sorted dump) reorder keys: put the bases back in in_dims order,
+            # which Layout.from_normal_form reads them in
+            order = [d[0] for d in nf["in_dims"]]
+            nf["bases"] = {k: nf["bases"][k] for k in order if k in nf["bases"]} | \
+                {k: v for k, v in nf["bases"].items() if k not in order}
+        return Layout.from_normal_form(nf)
+    except (KeyError, TypeError, ValueError, LayoutError) as e:
+        raise LayoutError(f"{side} golden file: layout {name!r} has a malformed normal form ({e})") from None
+
+
+def recheck_witness(la: Layout, lb: Layout, witness: dict) -> None:
+    """Evaluate a ``not_equal`` witness location on both layouts, independently of the prover,
+    and check it shows what it claims: the two elements there differ."""
+    loc = witness["hardware"]
+    got = []
+    for lay in (la, lb):
+        sizes = dict(lay.in_dims)
+        if any(int(i) >= sizes.get(d, 1) for d, i in loc.items()):   # no such location in this layout
+            got.append(None)
+            continue
+        row = [int(loc.get(d, 0)) for d in lay.in_names]
+        got.append([int(x) for x in lay.apply(np.asarray([row]))[0]])
+    if got != [witness.get("a"), witness.get("b")] or got[0] == got[1]:
+        raise AssertionError(f"internal: witness {witness} does not re-check: layouts give {got}")
+    witness["rechecked"] = True

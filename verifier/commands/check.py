@@ -1,11 +1,17 @@
-"""``layoutverify check PATH...``: check every claim of the corpora; exit 0 iff all hold."""
+"""``layoutverify check PATH...``: check every claim of the corpora; exit 0 iff all hold.
+
+Exit codes: 0 every claim holds (or reproduces its recorded known difference), 1 some claim
+fails or could not be decided, 2 bad input (unreadable or malformed corpus, unknown ``expect``,
+no claims). The table goes to stdout; a progress bar to stderr, only when stderr is a terminal.
+"""
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
 from verifier import corpus, reports
 from verifier.claims import check_claims, progress_bar
+from verifier.errors import LayoutError
 
 
 def register(sub) -> None:
@@ -15,14 +21,25 @@ def register(sub) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="corpus .toml files or directories")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML (for CI test reports)")
     p.add_argument("--json", metavar="FILE", help="write the outcomes as JSON")
-    p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="write a Markdown summary (appended when FILE is $GITHUB_STEP_SUMMARY)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="parallel processes (default: all cores)")
     p.add_argument("-k", "--select", metavar="TEXT", help="only claims whose id or tags contain TEXT")
     p.add_argument("-q", "--quiet", action="store_true", help="print only failures and the summary line")
     p.set_defaults(func=run)
 
 
+def write_markdown(path: str, text: str) -> None:
+    """Write ``text`` to ``path``; append to GitHub's step summary file, which other steps share."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    mode = "a" if summary and os.path.abspath(summary) == os.path.abspath(path) else "w"
+    with open(path, mode) as fh:
+        fh.write(text)
+
+
 def run(args) -> int:
+    if args.jobs is not None and args.jobs < 1:
+        raise LayoutError(f"--jobs must be at least 1, got {args.jobs}")
     c = corpus.load(args.paths)
     claims = c.claims
     if args.select:
@@ -31,15 +48,11 @@ def run(args) -> int:
         print("layoutverify: no claims to check", file=sys.stderr)
         return 2
     outcomes = check_claims(claims, jobs=args.jobs, progress=progress_bar())
-    text = reports.table(outcomes)
-    if args.quiet:
-        text = "\n".join(line for line in text.splitlines()
-                         if line.startswith(("FAIL", "ERROR", "    witness")) or " passed, " in line)
-    print(text)
+    print(reports.table(outcomes, quiet=args.quiet))
     if args.junit:
         reports.write_junit(outcomes, args.junit)
     if args.json:
         reports.write_json(outcomes, args.json)
     if args.markdown:
-        Path(args.markdown).write_text(reports.markdown(outcomes))
-    return 0 if all(o.status == "holds" for o in outcomes) else 1
+        write_markdown(args.markdown, reports.markdown(outcomes))
+    return 0 if all(o.passed for o in outcomes) else 1

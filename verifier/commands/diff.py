@@ -1,4 +1,11 @@
-"""``layoutverify diff OLD NEW``: semantic diff of two golden files."""
+"""``layoutverify diff OLD NEW``: semantic diff of two golden files.
+
+For each layout whose normal form changed: the verdict (``not_equal``, ``equal_up_to_register_order``,
+``different_tensors``) and a witness (a hardware location and the element the old and the new
+layout put there), re-checked by evaluating both layouts at that location. Layouts whose
+fingerprint changed but that are still provably equal are not reported. Exit 0 when nothing
+changed, 1 otherwise, 2 for unreadable or malformed golden files.
+"""
 from __future__ import annotations
 
 import json
@@ -19,6 +26,13 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _where(w: dict) -> str:
+    loc = ", ".join(f"{k}={v}" for k, v in w["hardware"].items())
+    old = "nothing" if w.get("a") is None else tuple(w["a"])
+    new = "nothing" if w.get("b") is None else tuple(w["b"])
+    return f"at {loc}: old holds {old}, new holds {new}"
+
+
 def run(args) -> int:
     old, new = load_golden(args.old), load_golden(args.new)
     changes = diff(old, new, timeout_ms=args.timeout_ms)
@@ -26,15 +40,20 @@ def run(args) -> int:
         print(json.dumps({"old_versions": old.get("versions"), "new_versions": new.get("versions"),
                           "changes": [c.to_json() for c in changes]}, indent=1, default=str))
     else:
-        same = len(set(old["layouts"]) & set(new["layouts"])) - sum(c.status == "changed" for c in changes)
+        n_changed = sum(c.status == "changed" for c in changes)
+        same = len(set(old["layouts"]) & set(new["layouts"])) - n_changed
         print(f"old: {old.get('versions')}\nnew: {new.get('versions')}")
         for c in changes:
             if c.status == "changed":
-                print(f"CHANGED {c.name}: {c.verdict}: {c.reason}")
+                print(f"CHANGED {c.name}: {c.verdict}")
+                print(f"    spec: {c.new_spec}" + (f" (was {c.old_spec})" if c.old_spec != c.new_spec else ""))
+                if c.witness and "hardware" in c.witness:
+                    print(f"    {_where(c.witness)}" + (" [re-checked]" if c.witness.get("rechecked") else ""))
+                print(f"    why: {c.reason}")
                 if c.witness:
                     print(f"    witness: {json.dumps(c.witness, default=str)}")
             else:
                 print(f"{c.status.upper()} {c.name}: {c.old_spec or c.new_spec}")
-        print(f"{same} unchanged, {sum(c.status == 'changed' for c in changes)} changed, "
+        print(f"{same} unchanged, {n_changed} changed, "
               f"{sum(c.status == 'added' for c in changes)} added, {sum(c.status == 'removed' for c in changes)} removed")
     return 1 if changes else 0

@@ -47,7 +47,9 @@ def run(args) -> int:
         print(f"layoutverify: skipped {e.name}: {err}", file=sys.stderr)
 
     doc = record(entries, native=args.native, on_error=on_error if args.keep_going else None)
-    Path(args.output).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    doc["layouts"] = dict(sorted(doc["layouts"].items()))
+    # not sort_keys: a normal form's bases stay in hardware-dim order (register, lane, warp, block)
+    Path(args.output).write_text(json.dumps(doc, indent=1) + "\n")
     print(f"recorded {len(doc['layouts'])} layouts in {args.output}"
           + (f" ({len(failed)} skipped)" if failed else ""))
     return 0

@@ -1,0 +1,48 @@
+"""``layoutverify atlas``: the fragment x framework matrix (see :mod:`verifier.atlas`).
+
+Prints a compact matrix; ``--markdown`` / ``--html`` / ``--json`` write the full report.
+``--native`` asks the installed frameworks for their own layouts. Exit 0 when every atlas claim
+passes (holds, or reproduces its recorded finding) and, with ``--native``, every framework's
+answer equals our adapter's parse; 1 otherwise; 2 for bad input.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from verifier import atlas as A
+from verifier.claims import progress_bar
+from verifier.errors import LayoutError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("atlas", help="the fragment atlas: every MMA/ldmatrix fragment x every framework",
+                       description="Check the atlas corpus (claims tying each instruction fragment of the PTX/AMD "
+                                   "ISA to Triton, CuTe, Tilus and IREE) and render the fragment x framework matrix: "
+                                   "proven equal / equal up to register order / differs (with witness) / not "
+                                   "expressible.")
+    p.add_argument("--corpus", action="append", metavar="PATH",
+                   help=f"atlas corpus file or directory (repeatable; default {A.DEFAULT_CORPUS})")
+    p.add_argument("--markdown", metavar="FILE", help="write the atlas as Markdown")
+    p.add_argument("--html", metavar="FILE", help="write the atlas as a standalone HTML page")
+    p.add_argument("--json", metavar="FILE", help="write the atlas as JSON")
+    p.add_argument("--native", action="store_true",
+                   help="also ask the installed frameworks (Triton, Tilus, IREE; CuTe where its adapter can) for "
+                        "their own layout of each cell, beside our adapters' parse")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="parallel processes (default: all cores)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.jobs is not None and args.jobs < 1:
+        raise LayoutError(f"--jobs must be at least 1, got {args.jobs}")
+    atlas = A.build(args.corpus, native=args.native, jobs=args.jobs, progress=progress_bar())
+    print(A.text(atlas))
+    if args.markdown:
+        from verifier.commands.check import write_markdown
+        write_markdown(args.markdown, A.markdown(atlas))
+    if args.html:
+        Path(args.html).write_text(A.render_html(atlas))
+    if args.json:
+        Path(args.json).write_text(json.dumps(atlas.to_json(), indent=1, default=str) + "\n")
+    return 0 if atlas.ok else 1
