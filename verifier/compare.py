@@ -105,8 +105,8 @@ class Pair:
         self.a, self.b = a, b
         names = list(a.in_names) + [n for n in b.in_names if n not in a.in_names]
         rank = {n: i for i, n in enumerate(_DIM_ORDER)}
-        names.sort(key=lambda n: (rank.get(n, len(rank)), names.index(n)))
-        self.names = tuple(names)
+        first = {n: i for i, n in enumerate(names)}
+        self.names = tuple(sorted(names, key=lambda n: (rank.get(n, len(rank)), first[n])))
         self.size_a = {n: a.in_size(n) for n in self.names}
         self.size_b = {n: b.in_size(n) for n in self.names}
         self.same_sizes = self.size_a == self.size_b
@@ -124,13 +124,15 @@ class Pair:
         return {n: int(idx.get(n, 0)) for n in self.names}
 
     def evaluate(self, side: str, loc: dict) -> list[int] | None:
-        """Element at a hardware location (numpy evaluator), ``None`` outside the layout."""
+        """Element at a hardware location (exact integer evaluation of the layout's
+        expressions), ``None`` where the location lies outside that layout."""
         lay = self.layout(side)
         sizes = self.sizes(side)
         if any(loc.get(n, 0) >= sizes[n] or loc.get(n, 0) < 0 for n in self.names):
             return None
-        env = {n: np.array([loc.get(n, 0)], dtype=np.int64) for n in lay.in_names}
-        return [int(c) for c in lay.apply(env)[0]]
+        env = {n: int(loc.get(n, 0)) for n in lay.in_names}
+        memo: dict = {}
+        return [eval_point(e, env, memo) for e in lay.exprs]
 
     def location_witness(self, loc: dict) -> dict:
         return {"hardware": dict(loc), "a": self.evaluate("a", loc), "b": self.evaluate("b", loc)}
@@ -147,6 +149,43 @@ class Pair:
             if self.size_a[n] != self.size_b[n]:
                 return self.location(**{n: min(self.size_a[n], self.size_b[n])})
         return None
+
+
+def eval_point(e, env: dict, memo: dict | None = None) -> int:
+    """One expression at one hardware location, with Python integers (no numpy): the cheap
+    evaluator used to re-check witnesses."""
+    from . import expr as E
+    memo = {} if memo is None else memo
+    key = id(e)
+    if key in memo:
+        return memo[key]
+    t = type(e)
+    if t is E.Var:
+        r = env[e.name]
+    elif t is E.Const:
+        r = e.value
+    elif t is E.Add:
+        r = eval_point(e.a, env, memo) + eval_point(e.b, env, memo)
+    elif t is E.Xor:
+        r = eval_point(e.a, env, memo) ^ eval_point(e.b, env, memo)
+    elif t is E.Mul:
+        r = eval_point(e.a, env, memo) * e.c
+    elif t is E.FloorDiv:
+        r = eval_point(e.a, env, memo) // e.c
+    elif t is E.Mod:
+        r = eval_point(e.a, env, memo) % e.c
+    elif t is E.And:
+        r = eval_point(e.a, env, memo) & e.c
+    elif t is E.Shr:
+        r = eval_point(e.a, env, memo) >> e.c
+    elif t is E.Shl:
+        r = eval_point(e.a, env, memo) << e.c
+    elif t is E.Lookup:
+        r = int(e.values[eval_point(e.index, env, memo)])
+    else:  # pragma: no cover - closed set of node types
+        raise TypeError(t)
+    memo[key] = r
+    return r
 
 
 def _fmt_loc(loc: dict) -> str:
@@ -263,20 +302,31 @@ _F2_CACHE: "weakref.WeakKeyDictionary[Layout, _F2Data | None]" = weakref.WeakKey
 
 
 def _f2_data(lay: Layout) -> _F2Data | None:
-    """Bit-packed bases of an F2-linear layout (cached per layout), or ``None``."""
+    """Bit-packed bases of an F2-linear layout (cached per layout), or ``None``.
+
+    Declared bases are used as they are; otherwise the bases are read off the expressions
+    symbolically (:func:`verifier.f2.linearize`, exact when it succeeds), and only when that
+    cannot decide does the layout's own exhaustive check run (``Layout.f2_bases``)."""
     try:
         return _F2_CACHE[lay]
     except KeyError:
         pass
-    if not lay.all_pow2:
-        d = None
-    else:
-        if "_declared_bases" not in lay.__dict__ and lay.in_size() > MAX_TABLE_LOCATIONS:
-            # F2-linearity past the table limit needs a proof; the z3 path decides instead.
-            d = None
-        else:
+    bases = None
+    if lay.all_pow2:
+        if "_declared_bases" in lay.__dict__:
             bases = lay.f2_bases()
-            d = None if bases is None else _F2Data(lay, bases)
+        else:
+            bases = F2.linearize(lay.exprs, lay.in_dims, lay.out_sizes)
+            if bases is None and lay.in_size() <= MAX_TABLE_LOCATIONS:
+                # past the table limit F2-linearity needs a proof; the z3 path decides instead
+                bases = lay.f2_bases()
+    if bases is not None:
+        for n, vs in bases.items():
+            for i, v in enumerate(vs):
+                if any(c >= s for c, s in zip(v, lay.out_sizes)):
+                    raise LayoutError(f"layout maps hardware location {n}={1 << i} to {list(v)}, "
+                                      f"outside its logical shape {list(lay.out_sizes)}")
+    d = None if bases is None else _F2Data(lay, bases)
     _F2_CACHE[lay] = d
     return d
 
@@ -340,6 +390,7 @@ def _grid(lay: Layout, pair: Pair) -> np.ndarray:
     if lay.in_size() > MAX_TABLE_LOCATIONS:
         raise SizeLimitError(f"the table method evaluates at most {MAX_TABLE_LOCATIONS} hardware locations; "
                              f"this layout has {lay.in_size()}")
+    lay.check_in_range()
     arr = lay.flat_table().reshape(lay.in_sizes, order="F")  # first hardware dim fastest
     order = [lay.in_names.index(n) for n in pair.names if n in lay.in_names]
     arr = arr.transpose(order)

@@ -311,9 +311,12 @@ def evaluate(e: Expr, env: Mapping[str, np.ndarray]) -> np.ndarray:
     return ev(e)
 
 
-def upper_bound(e: Expr, bounds: Mapping[str, int]) -> int:
-    """An upper bound (inclusive) of ``e`` when each variable ``v`` ranges over ``[0, bounds[v]]``."""
-    memo: dict[int, int] = {}
+def upper_bound(e: Expr, bounds: Mapping[str, int], memo: dict | None = None) -> int:
+    """An upper bound (inclusive) of ``e`` when each variable ``v`` ranges over ``[0, bounds[v]]``.
+
+    ``memo`` (optional) receives the bound of every sub-expression, keyed by ``id``.
+    """
+    memo = {} if memo is None else memo
 
     def ub(x: Expr) -> int:
         key = id(x)
@@ -454,17 +457,9 @@ def max_intermediate(e: Expr, bounds: Mapping[str, int]) -> int:
     A bit-vector lowering must not wrap at *any* node: ``(x * 7) % 3`` ends below 3 but its
     product does not.
     """
-    best = 0
-    stack = [e]
-    seen: set[int] = set()
-    while stack:
-        x = stack.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
-        best = max(best, upper_bound(x, bounds))
-        stack.extend(_children(x))
-    return best
+    memo: dict[int, int] = {}
+    upper_bound(e, bounds, memo)
+    return max(memo.values(), default=0)
 
 
 def bit_width(exprs, bounds: Mapping[str, int], extra: int = 0) -> int:

@@ -175,3 +175,116 @@ class Packing:
 
     def unpack(self, v: int) -> list[int]:
         return [(v >> sh) & ((1 << b) - 1) for sh, b in zip(self.shifts, self.bits)]
+
+
+# -- reading F2 bases off an expression, symbolically ----------------------------------------------
+class NotLinear(Exception):
+    """The expression is not recognisably F2-linear (it may still be; the caller falls back to
+    an exhaustive check)."""
+
+
+def linearize(exprs, in_dims, out_sizes) -> dict[str, list[tuple[int, ...]]] | None:
+    """F2 bases of a map given by expressions, derived symbolically, or ``None``.
+
+    Every value is tracked bit by bit as an affine GF(2) form over the hardware bits: bit 0 of a
+    form is the constant 1, bit ``g + 1`` is hardware bit ``g`` (dims in ``in_dims`` order, least
+    significant bit first). ``^``, ``& c``, ``>> k``, ``<< k``, ``// 2**k``, ``% 2**k`` act on the
+    bit lists exactly; ``a + b`` is accepted only when no bit position can be non-zero in both
+    (so no carry exists and it equals ``a ^ b``); ``a * c`` only for ``c`` a power of two or
+    ``a`` a single bit. Anything else (``Lookup``, ``% 3``, a possible carry) gives ``None``:
+    unknown, not "non-linear". The result is exact when it is not ``None``: every output bit
+    is the stated XOR of hardware bits. Requires power-of-two sizes; a map with a non-zero
+    constant term or a bit above its logical size gives ``None``.
+    """
+    from . import expr as E
+
+    offs, nbits = {}, 0
+    var_bits = {}
+    for n, s in in_dims:
+        if s < 1 or s & (s - 1):
+            return None
+        offs[n] = nbits
+        var_bits[n] = [1 << (nbits + i + 1) for i in range(s.bit_length() - 1)]
+        nbits += s.bit_length() - 1
+    memo: dict[int, list[int]] = {}
+
+    def trim(bits):
+        while bits and bits[-1] == 0:
+            bits.pop()
+        return bits
+
+    def lin(x) -> list[int]:
+        key = id(x)
+        if key in memo:
+            return memo[key]
+        if isinstance(x, E.Var):
+            r = var_bits[x.name]
+        elif isinstance(x, E.Const):
+            r = [1 if (x.value >> j) & 1 else 0 for j in range(x.value.bit_length())]
+        elif isinstance(x, E.Xor):
+            a, b = lin(x.a), lin(x.b)
+            n = max(len(a), len(b))
+            r = [(a[j] if j < len(a) else 0) ^ (b[j] if j < len(b) else 0) for j in range(n)]
+        elif isinstance(x, E.Add):
+            a, b = lin(x.a), lin(x.b)
+            if any(a[j] and b[j] for j in range(min(len(a), len(b)))):
+                raise NotLinear
+            n = max(len(a), len(b))
+            r = [(a[j] if j < len(a) else 0) ^ (b[j] if j < len(b) else 0) for j in range(n)]
+        elif isinstance(x, E.And):
+            a = lin(x.a)
+            r = [a[j] if (x.c >> j) & 1 else 0 for j in range(len(a))]
+        elif isinstance(x, E.Shr):
+            r = lin(x.a)[x.c:]
+        elif isinstance(x, E.Shl):
+            r = [0] * x.c + lin(x.a)
+        elif isinstance(x, E.FloorDiv):
+            if x.c & (x.c - 1):
+                raise NotLinear
+            r = lin(x.a)[x.c.bit_length() - 1:]
+        elif isinstance(x, E.Mod):
+            a = lin(x.a)
+            if x.c & (x.c - 1) == 0:
+                r = a[:x.c.bit_length() - 1]
+            elif (1 << len(trim(list(a)))) <= x.c:
+                r = a  # the value is already below the modulus
+            else:
+                raise NotLinear
+        elif isinstance(x, E.Mul):
+            a = trim(list(lin(x.a)))
+            if x.c & (x.c - 1) == 0:
+                r = [0] * (x.c.bit_length() - 1) + a
+            else:
+                nz = [j for j, f in enumerate(a) if f]
+                if len(nz) > 1:
+                    raise NotLinear
+                if not nz:
+                    r = []
+                else:
+                    p, f = nz[0], a[nz[0]]
+                    c = x.c << p
+                    r = [f if (c >> j) & 1 else 0 for j in range(c.bit_length())]
+        else:  # Lookup and anything unknown
+            raise NotLinear
+        r = trim(list(r))
+        memo[key] = r
+        return r
+
+    try:
+        outs = [lin(e) for e in exprs]
+    except NotLinear:
+        return None
+    for bits, size in zip(outs, out_sizes):
+        if size & (size - 1):
+            return None
+        k = size.bit_length() - 1
+        if len(bits) > k or any(f & 1 for f in bits):
+            return None  # may leave the tensor, or L(0) != 0: not a linear layout
+    bases = {}
+    for n, s in in_dims:
+        vecs = []
+        for i in range(s.bit_length() - 1):
+            g = offs[n] + i + 1
+            vecs.append(tuple(sum(((f >> g) & 1) << j for j, f in enumerate(bits)) for bits in outs))
+        bases[n] = vecs
+    return bases

@@ -328,6 +328,7 @@ class Layout:
     def _f2(self):
         if not self.all_pow2:
             return None
+        self.check_in_range()  # bases of a map that leaves its shape would be meaningless
         declared = self.__dict__.get("_declared_bases")
         if declared is not None:
             return {n: list(v) for n, v in declared.items()}

@@ -1,0 +1,181 @@
+"""``layoutverify prove A B``: prove two layouts equal, or show where they differ.
+
+Exit status: 0 ``equal``; 0 ``equal_up_to_register_order`` (the verdict is printed; with
+``--strict`` it is 1); 1 ``not_equal`` / ``different_tensors``; 3 ``unknown`` (the solver gave
+up); 2 bad input.
+
+On anything but ``equal`` the witness is drawn: the two layouts' grids side by side (rows
+``dim0``, columns ``dim1``, cells ``T{thread}:{register}`` as in ``show``), cut to a window
+around the witness element for big tiles, with the witness cells in ``>...<`` and every other
+cell whose holders differ between A and B marked ``*``.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from adapters import parse_shape, parse_spec
+
+from ..compare import METHODS, compare
+from ..errors import LayoutError
+from .common import layout_options
+
+EXIT = {"equal": 0, "equal_up_to_register_order": 0, "not_equal": 1, "different_tensors": 1, "unknown": 3}
+
+#: Grids are drawn only for layouts with at most this many hardware locations.
+MAX_DRAWN_LOCATIONS = 1 << 18
+
+
+def register(sub) -> None:
+    p = sub.add_parser("prove", help="prove two layouts equal or print a counterexample",
+                       description="Compare layout A with layout B and prove the verdict: equal, "
+                                   "equal_up_to_register_order, not_equal, different_tensors (with a "
+                                   "witness), or unknown (solver gave up). Exit 0 equal (and equal up "
+                                   "to register order unless --strict), 1 different, 3 unknown, 2 bad input.")
+    p.add_argument("a", metavar="A", help="first layout, FRAMEWORK:TEXT")
+    p.add_argument("b", metavar="B", help="second layout, FRAMEWORK:TEXT")
+    p.add_argument("--shape", help="logical shape for A (and for B unless --shape-b), e.g. 64x64")
+    p.add_argument("--shape-b", help="logical shape for B when it differs from --shape")
+    p.add_argument("--warp-size", type=int, default=None,
+                   help="threads per warp where the text does not fix it (32 NVIDIA, 64 AMD wave64)")
+    p.add_argument("--method", choices=METHODS, default="auto",
+                   help="auto (F2 when both are F2-linear, else z3), f2, z3 or table (explicit evaluation)")
+    p.add_argument("--timeout-ms", type=int, default=10_000, help="time limit per solver query (default 10000)")
+    p.add_argument("--emit-smt2", metavar="FILE", help="write every z3 query as SMT-LIB2 to FILE")
+    p.add_argument("--strict", action="store_true", help="exit 1 for equal_up_to_register_order")
+    p.add_argument("--window", type=int, default=16, help="largest number of rows/columns drawn per grid (default 16)")
+    p.add_argument("--no-grid", action="store_true", help="do not draw the grids")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.timeout_ms is not None and args.timeout_ms <= 0:
+        raise LayoutError("--timeout-ms must be positive")
+    if args.window < 1:
+        raise LayoutError("--window must be positive")
+    opts = layout_options(args)
+    shape_a = parse_shape(args.shape)
+    shape_b = parse_shape(args.shape_b) if args.shape_b else shape_a
+    a = parse_spec(args.a, shape=shape_a, **opts)
+    b = parse_spec(args.b, shape=shape_b, **opts)
+    res = compare(a, b, method=args.method, timeout_ms=args.timeout_ms, smt2=args.emit_smt2)
+    code = EXIT[res.verdict]
+    if res.verdict == "equal_up_to_register_order" and args.strict:
+        code = 1
+    if args.json:
+        out = {"a": args.a, "b": args.b, **res.to_json(), "exit": code}
+        if args.emit_smt2:
+            out["smt2"] = args.emit_smt2
+        print(json.dumps(out))
+        return code
+    print(f"verdict: {res.verdict}")
+    print(f"method:  {res.method}  ({res.seconds * 1000:.1f} ms)")
+    print(f"reason:  {res.reason}")
+    if res.witness:
+        print(f"witness: {json.dumps(res.to_json()['witness'])}")
+    if args.emit_smt2:
+        print(f"smt2:    {args.emit_smt2}")
+    if res.verdict not in ("equal", "unknown") and not args.no_grid:
+        text = side_by_side(a, b, res.witness or {}, window=args.window)
+        if text:
+            print()
+            print(text)
+    return code
+
+
+# -- drawing ----------------------------------------------------------------------------------
+def _cell_text(holders: list[str], max_holders: int = 2) -> str:
+    if not holders:
+        return "."
+    if len(holders) > max_holders:
+        return "|".join(holders[:max_holders]) + f"|+{len(holders) - max_holders}"
+    return "|".join(holders)
+
+
+def witness_elements(witness: dict) -> tuple[list | None, list | None]:
+    """The element to highlight in A's grid and in B's grid."""
+    if "element" in witness:
+        return witness["element"], witness["element"]
+    return witness.get("a"), witness.get("b")
+
+
+def side_by_side(a, b, witness: dict, *, window: int = 16) -> str:
+    """A's and B's grids next to each other around the witness element(s)."""
+    if a.out_dims != b.out_dims:
+        return ""
+    if max(a.in_size(), b.in_size()) > MAX_DRAWN_LOCATIONS:
+        return f"(grids not drawn: more than {MAX_DRAWN_LOCATIONS} hardware locations)"
+    from ..render import holder_labels
+    shape = a.out_sizes
+    la, lb = holder_labels(a), holder_labels(b)
+    ea, eb = witness_elements(witness)
+    focus = ea if ea is not None else eb
+    if focus is None:
+        focus = [0] * len(shape)
+    # A 2-D slice through the focus element: rows dim[-2], columns dim[-1].
+    if len(shape) == 1:
+        rows, cols, lead = 1, shape[0], ()
+        fr, fc = 0, focus[0]
+    else:
+        rows, cols = shape[-2], shape[-1]
+        lead = tuple(focus[:-2])
+        fr, fc = focus[-2], focus[-1]
+    strides = np.cumprod([1] + list(reversed(shape)))[::-1][1:]
+
+    def flat(r, c):
+        coords = list(lead) + ([r, c] if len(shape) > 1 else [c])
+        return int(sum(int(x) * int(s) for x, s in zip(coords, strides)))
+
+    def marked(el):
+        if el is None:
+            return None
+        if len(shape) == 1:
+            return flat(0, el[0])
+        return flat(el[-2], el[-1]) if tuple(el[:-2]) == lead else None
+
+    wa, wb = marked(ea), marked(eb)
+    nrows = min(rows, window)
+    r0 = min(max(0, fr - nrows // 2), rows - nrows)
+    texts_a = {}
+    texts_b = {}
+    width = 1
+    for r in range(r0, r0 + nrows):
+        for c in range(cols):
+            f = flat(r, c)
+            texts_a[f], texts_b[f] = _cell_text(la[f]), _cell_text(lb[f])
+            width = max(width, len(texts_a[f]), len(texts_b[f]))
+    ncols = min(cols, window, max(4, 72 // (width + 3)))
+    c0 = min(max(0, fc - ncols // 2), cols - ncols)
+
+    def grid(texts, labels, other, wflat, title):
+        lines = [title]
+        rw = len(str(r0 + nrows - 1))
+        lines.append(" " * (rw + 2) + " ".join(str(c).rjust(width + 2) for c in range(c0, c0 + ncols)))
+        for r in range(r0, r0 + nrows):
+            cells = []
+            for c in range(c0, c0 + ncols):
+                f = flat(r, c)
+                t = texts[f]
+                if f == wflat:
+                    t = f">{t}<"
+                elif sorted(labels[f]) != sorted(other[f]):
+                    t = f" {t}*"
+                else:
+                    t = f" {t} "
+                cells.append(t.rjust(width + 2))
+            lines.append(f"{str(r).rjust(rw)}: " + " ".join(cells))
+        return lines
+
+    where = ""
+    if lead:
+        where = f" slice [{', '.join(map(str, lead))}, :, :];"
+    span = f"rows {r0}..{r0 + nrows - 1} of {rows}, columns {c0}..{c0 + ncols - 1} of {cols}"
+    ga = grid(texts_a, la, lb, wa, "A")
+    gb = grid(texts_b, lb, la, wb, "B")
+    colw = max(len(l) for l in ga)
+    out = [f"grids ({where} {span}; >x< witness, * holders differ):".replace("( ", "(")]
+    for l1, l2 in zip(ga, gb):
+        out.append(l1.ljust(colw) + "   |   " + l2)
+    return "\n".join(out)
