@@ -1,0 +1,94 @@
+"""``layoutverify analyze A [B]``: what a conversion A -> B costs, or the properties of one layout.
+
+With two layouts: the cheapest mechanism that suffices (``no_op``, ``register_permute``,
+``intra_warp``, ``intra_cta``, ``cross_cta``), a witness ruling out each cheaper one, the
+elements moved between threads, the common vector width and, with ``--shared``, the bank
+conflicts of storing A and loading B through that shared layout. With one layout (or
+``--properties``): coverage, replication per hardware dim, F2-linearity, and for memory layouts
+the bank conflicts of plain warp accesses. Exit status 0 on success, 2 on bad input.
+"""
+from __future__ import annotations
+
+import json
+
+from verifier.errors import LayoutError
+
+from .common import add_layout_options, load
+
+
+def register(sub) -> None:
+    p = sub.add_parser("analyze", help="cost of a layout conversion A -> B, or properties of one layout",
+                       description=__doc__.split("\n\n")[1].replace("\n", " "))
+    p.add_argument("a", metavar="A", help="source layout, FRAMEWORK:TEXT")
+    p.add_argument("b", metavar="B", nargs="?", help="destination layout, FRAMEWORK:TEXT (omit for properties of A)")
+    add_layout_options(p)
+    p.add_argument("--shared", metavar="SPEC", help="shared-memory layout (hardware dims offset[, block]) for the "
+                                                     "bank-conflict count of storing A and loading B")
+    p.add_argument("--element-bits", type=int, default=16, help="element width in bits: 8, 16, 32 or 64 (default 16)")
+    p.add_argument("--properties", action="store_true", help="print the properties of each layout given")
+    p.add_argument("--timeout-ms", type=int, default=10_000, help="solver time limit for the equality check")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from verifier.banks import element_bytes
+    element_bytes(args.element_bits)  # validate early: a bad width is bad input
+    if args.timeout_ms <= 0:
+        raise LayoutError("--timeout-ms must be positive")
+    a = load(args.a, args)
+    b = load(args.b, args) if args.b else None
+    shared = load(args.shared, args) if args.shared else None
+    if b is None or args.properties:
+        return _properties(args, [("A", a)] + ([("B", b)] if b is not None else []) +
+                           ([("shared", shared)] if shared is not None else []))
+    from verifier.conversion import analyze
+    rep = analyze(a, b, shared=shared, element_bits=args.element_bits, timeout_ms=args.timeout_ms)
+    if args.json:
+        print(json.dumps(rep.to_json()))
+    else:
+        print(rep.render())
+    return 0
+
+
+def _properties(args, layouts) -> int:
+    from verifier.properties import properties
+    results = {name: properties(lay, element_bits=args.element_bits) for name, lay in layouts}
+    if args.json:
+        print(json.dumps(results if len(results) > 1 else next(iter(results.values()))))
+        return 0
+    for i, (name, p) in enumerate(results.items()):
+        if i:
+            print()
+        if len(results) > 1:
+            print(f"{name}:")
+        print(render_properties(p))
+    return 0
+
+
+def render_properties(p: dict) -> str:
+    lines = [f"kind: {p['kind']}",
+             "hardware: " + ", ".join(f"{k}={v}" for k, v in p["hardware"].items()),
+             "logical:  " + ", ".join(f"{k}={v}" for k, v in p["logical"].items())]
+    cover = "surjective (covers the tensor)" if p["surjective"] else \
+        f"PARTIAL: {p['uncovered']} elements without holder, e.g. {tuple(p['uncovered_example'])}"
+    lines.append(f"injective: {'yes' if p['injective'] else 'no'}; {cover}")
+    lines.append(f"holders per element: {p['holders']['min']}..{p['holders']['max']}")
+    lines.append("replication per hardware dim: " + ", ".join(f"{k} x{v}" for k, v in p["replication"].items())
+                 + ("" if p["replication_uniform"] else " (varies by location)"))
+    if p["f2_linear"]:
+        zb = {k: v for k, v in p["zero_bases"].items() if v}
+        lines.append("F2-linear: yes" + (f"; zero bases {zb}" if zb else ""))
+    else:
+        lines.append("F2-linear: no")
+    if p["kind"] == "register":
+        lines.append(f"registers per thread: {p['registers_per_thread']}; threads: {p['threads']}; "
+                     f"contiguous elements per thread along the last dim: {p['contiguity']}")
+    else:
+        for name, r in p["bank_conflicts"].items():
+            if "skipped" in r:
+                lines.append(f"bank conflicts, {name} access: skipped ({r['skipped']})")
+                continue
+            lines.append(f"bank conflicts, {name} access ({r['access_bytes']} B/lane): {r['conflict_ways']}-way, "
+                         f"{r['wavefronts']} wavefronts per instruction (ideal {r['ideal_wavefronts']})")
+    return "\n".join(lines)
