@@ -46,7 +46,10 @@ def guess_framework(text: str) -> str:
         return "ptx"
     if re.match(r"((cdna\d|rdna\d|gfx[0-9a-z]+)\.)?(v_)?(mfma|wmma|smfmac|swmmac)", t):
         return "amd"
-    if t.startswith(("(", "Sw<", "_")) or re.match(r"^\d", t) or re.match(r"^(SM\d|logical_|blocked_|raked_|zipped_|tiled_|flat_|coalesce|composition|complement|right_inverse|left_inverse|make_layout)", t):
+    if t.startswith(("(", "Sw<", "_", "GMMA::", "SM90::", "Layout<", "Swizzle<", "cute::")) or re.match(r"^\d", t) or \
+            re.match(r"^(SM\d|logical_|blocked_|raked_|zipped_|tiled_|flat_|coalesce|composition|complement|"
+                     r"right_inverse|left_inverse|make_layout|tiled_mma|mma_atom|copy_atom|tile_to_shape|make_tile|"
+                     r"filter|get<|upcast<|downcast<)", t):
         return "cute"
     raise LayoutError(f"cannot tell which framework {text[:40]!r} is; write it as FRAMEWORK:TEXT "
                       f"with FRAMEWORK one of {', '.join(FRAMEWORKS)}")

@@ -1,0 +1,114 @@
+"""CuTe adapter: CuTe layout text -> canonical :class:`~verifier.layout.Layout`.
+
+Accepted text (``cute:`` specs), as CuTe prints it or as CuTe C++ spells the algebra:
+
+* layouts ``((2,4),8):((1,16),2)``, static integers ``_8``, a bare shape ``(4,8)`` (CuTe's
+  compact column-major ``LayoutLeft`` strides; size-1 modes get stride 0);
+* swizzled / composed layouts ``Sw<3,4,3> o _0 o (_8,_64):(_64,_1)``, ``Sw<3,4,3> o (8,64):(64,1)``,
+  ``Sw<3,4,3> o smem_ptr[16b](unset) o (_8,_64):(_64,_1)``, ``GMMA::Layout_K_SW128_Atom<half_t>``;
+* the algebra: ``composition``, ``coalesce``, ``complement``, ``right_inverse``, ``left_inverse``,
+  ``logical_divide``/``zipped_``/``tiled_``/``flat_divide``, ``logical_product``/``zipped_``/
+  ``tiled_``/``flat_product``, ``blocked_product``, ``raked_product``, ``make_layout``,
+  ``tile_to_shape``, ``upcast<N>``, ``downcast<N>``, ``get<i>`` (see :mod:`.interp`), with CuTe
+  C++ semantics (:mod:`.algebra`);
+* C++ type spellings as CUTLASS's traits write them: ``Layout<Shape<_8,_64>,Stride<_64,_1>>``,
+  ``Int<8>{}``, ``Step<_2,_1>``, ``Tile<_32,_32,_16>``;
+* TV layouts of atoms by CUTLASS's names: ``SM80_16x8x16_F32F16F16F32_TN.A`` (or
+  ``mma_atom(SM80_16x8x16_F32F16F16F32_TN, A)``), operands ``A``, ``B``, ``C`` (``D`` = ``C``);
+  ``SM75_U32x4_LDSM_N.Dst`` (or ``copy_atom(NAME, Dst, bits=16)``; a copy atom without an operand
+  means its register side); and tiled MMAs
+  ``tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (2,2,1), C, tile=(32,32))``.
+
+What the canonical form means:
+
+* a plain or composed layout is a **memory layout** by default (``as_="memory"``): hardware
+  ``offset`` -> logical dims, one per top-level mode (``dim0`` = first mode = row); the layout is
+  inverted, and a layout that is not a bijection onto ``0..cosize-1`` raises
+  :class:`~verifier.errors.NotInvertibleError` with a witness. ``as_="function"`` gives the CuTe
+  function itself (``mode0, mode1, ...`` -> ``dim0`` = offset). See :mod:`.canonical`.
+* a TV layout is a **register layout**: ``register`` = CuTe value, ``lane``/``warp`` from the
+  thread, logical ``(row, col)`` of the operand with A M x K, B K x N (CuTe's N x K transposed),
+  C M x N. See :mod:`.tv`.
+
+:func:`native` answers the same text with pycute (the installed Python CuTe), for ``show --native``.
+
+Options: ``shape`` (reinterpret a layout's coordinates column-major over this shape; for atoms it
+must match), ``as_`` (``"memory"``/``"function"``), ``warp_size`` (default 32), ``bits`` (element
+width of copy atoms, default 16). Unknown options are ignored.
+"""
+from __future__ import annotations
+
+from verifier.errors import LayoutError
+from verifier.layout import Layout
+
+from .atoms import CopyAtom, MmaAtom, copy_atoms, mma_atoms
+from .canonical import function_layout, memory_layout
+from .interp import evaluate_text
+from .layout import CuteLayout, Underscore
+from .swizzle import ComposedLayout, Swizzle
+from .tv import TVLayout, copy_tv
+
+__all__ = ["parse", "native", "evaluate", "mma_atoms", "copy_atoms", "to_canonical"]
+
+
+def evaluate(text: str, *, bits: int = 16):
+    """The CuTe value of ``text``: a :class:`CuteLayout`, :class:`ComposedLayout`,
+    :class:`TVLayout`, atom, swizzle, IntTuple or tiler."""
+    return evaluate_text(text, bits=bits)
+
+
+def to_canonical(value, shape=None, *, as_: str | None = None, warp_size: int = 32, name: str | None = None,
+                 bits: int = 16) -> Layout:
+    """The canonical layout of a CuTe value (see the module docstring)."""
+    if isinstance(value, MmaAtom):
+        raise LayoutError(f"{value.name} is an MMA atom; name an operand: {value.name}.A, .B or .C")
+    if isinstance(value, CopyAtom):
+        value = copy_tv(value, "Dst" if value.registers == "dst" else "Src", bits)
+    if isinstance(value, TVLayout):
+        if as_ not in (None, "register"):
+            raise LayoutError(f"{value} is a thread/value layout; as_={as_!r} does not apply")
+        lay = value.layout(warp_size)
+        if shape is not None and tuple(int(s) for s in shape) != lay.shape:
+            raise LayoutError(f"{value} covers a {'x'.join(map(str, lay.shape))} tile; "
+                              f"shape {'x'.join(map(str, shape))} does not match")
+        return lay
+    if isinstance(value, (CuteLayout, ComposedLayout)):
+        mode = as_ or "memory"
+        if mode == "memory":
+            return memory_layout(value, shape, name=name)
+        if mode == "function":
+            return function_layout(value, shape, name=name)
+        raise LayoutError(f"as_ must be 'memory' or 'function', got {as_!r}")
+    if isinstance(value, Swizzle):
+        raise LayoutError(f"{value} is a swizzle alone; compose it with a layout: {value} o (8,64):(64,1)")
+    if isinstance(value, Underscore) or isinstance(value, tuple) and not _is_shape(value):
+        raise LayoutError("a tiler is not a layout; use it in logical_divide(L, tiler) or composition(L, tiler)")
+    if isinstance(value, (int, tuple)):
+        from .layout import compact_layout
+        return to_canonical(compact_layout(value), shape, as_=as_, warp_size=warp_size, name=name)
+    raise LayoutError(f"not a layout: {value}")
+
+
+def _is_shape(v) -> bool:
+    if isinstance(v, int):
+        return True
+    return isinstance(v, tuple) and all(_is_shape(e) for e in v)
+
+
+def parse(text: str, shape=None, **options) -> Layout:
+    """Parse CuTe text into its canonical layout (see the module docstring for the options)."""
+    as_ = options.get("as_") or options.get("as")
+    warp_size = options.get("warp_size") or 32
+    bits = options.get("bits") or 16
+    value = evaluate_text(text, bits=bits)
+    return to_canonical(value, shape, as_=as_, warp_size=warp_size, name=text.strip(), bits=bits)
+
+
+def native(text: str, shape=None, **options) -> Layout:
+    """The same text evaluated by pycute (the installed Python CuTe), in the same canonical form;
+    see :mod:`.native` for what pycute covers and where it differs from CuTe C++."""
+    from .native import native_value
+    as_ = options.get("as_") or options.get("as")
+    value = native_value(text)
+    return to_canonical(value, shape, as_=as_, warp_size=options.get("warp_size") or 32,
+                        name=f"pycute: {text.strip()}")

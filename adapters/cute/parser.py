@@ -1,0 +1,321 @@
+"""Tokenizer and recursive-descent parser for CuTe layout text (no ``eval``).
+
+Grammar (whitespace is free; ``_N`` is CuTe's static integer ``N``)::
+
+    expr    := term ('o' term)*                       composed layout: A o offset o B, or A o B
+    term    := primary [':' primary]                  shape:stride
+    primary := INT | '_' | SMEM_PTR
+             | '(' expr (',' expr)* ')'               IntTuple, or a tiler of layouts / ints / _
+             | NAME ['<' targ (',' targ)* '>'] ['(' [arg (',' arg)*] ')'] ['.' NAME]
+    arg     := NAME '=' expr | expr
+    targ    := ['-'] INT | NAME
+    NAME    := identifier, possibly qualified with '::' (cute::, GMMA::, SM90::GMMA::)
+
+C++ type spellings are accepted too, as CUTLASS's traits write them:
+``Layout<Shape<Shape<_4,_8>,_2>, Stride<Stride<_16,_1>,_8>>``, ``Int<8>{}``, ``Step<_2,_1>``,
+``Tile<_32,_32,_16>``.
+
+Examples: ``((2,4),8):((1,16),2)``, ``(_8,_64)``, ``Sw<3,4,3> o _0 o (_8,_64):(_64,_1)``,
+``logical_divide((8,8):(8,1), (2,4))``, ``composition(A, (2:1, _))``,
+``SM80_16x8x16_F32F16F16F32_TN.A``, ``tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (2,2,1), C, tile=(32,32))``.
+
+Nesting is limited to :data:`MAX_NESTING` levels, so a 10,000-deep text is a :class:`ParseError`
+rather than a ``RecursionError``. Every error names the offending token and its 1-based column.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from verifier.errors import ParseError
+
+MAX_NESTING = 100
+MAX_TOKENS = 200_000
+MAX_INT_DIGITS = 30
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str      # INT NAME US SMEM ( ) , : < > . = - EOF
+    text: str
+    col: int       # 1-based
+    value: int | None = None
+
+
+_TOKEN_RE = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<smem>smem_ptr\[(?P<bits>\d+)b\]\(unset\))
+  | (?P<int>_?\d+)
+  | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)
+  | (?P<punct>[(),:<>.=\-{}])
+""", re.VERBOSE)
+
+
+def tokenize(text: str) -> list[Token]:
+    toks: list[Token] = []
+    pos = 0
+    n = len(text)
+    while pos < n:
+        m = _TOKEN_RE.match(text, pos)
+        if not m:
+            raise ParseError("unexpected character", text, pos + 1, text[pos])
+        kind = m.lastgroup
+        s = m.group(0)
+        if kind == "ws":
+            pass
+        elif kind == "smem":
+            toks.append(Token("SMEM", s, pos + 1, int(m.group("bits"))))
+        elif kind == "int":
+            digits = s.lstrip("_")
+            if len(digits) > MAX_INT_DIGITS:
+                raise ParseError("integer too large", text, pos + 1, s)
+            toks.append(Token("INT", s, pos + 1, int(digits)))
+        elif kind == "name":
+            if s == "_":
+                toks.append(Token("US", s, pos + 1))
+            elif s.startswith("_"):
+                raise ParseError("identifiers may not start with '_' (CuTe writes static integers as _8)",
+                                 text, pos + 1, s)
+            else:
+                toks.append(Token("NAME", s, pos + 1))
+        else:
+            toks.append(Token(s, s, pos + 1))
+        if len(toks) > MAX_TOKENS:
+            raise ParseError(f"layout text has more than {MAX_TOKENS} tokens", text, pos + 1, s)
+        pos = m.end()
+    toks.append(Token("EOF", "", n + 1))
+    return toks
+
+
+# ---------------------------------------------------------------------------------------------
+# AST
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Node:
+    col: int
+
+
+@dataclass
+class Num(Node):
+    value: int
+
+
+@dataclass
+class Under(Node):
+    pass
+
+
+@dataclass
+class Smem(Node):
+    bits: int
+
+
+@dataclass
+class Tup(Node):
+    items: list
+
+
+@dataclass
+class LayoutLit(Node):
+    shape: Node
+    stride: Node
+
+
+@dataclass
+class Chain(Node):
+    parts: list
+
+
+@dataclass
+class Name(Node):
+    name: str
+    targs: list = field(default_factory=list)     # template arguments: Num or Name nodes
+    args: list | None = None                     # call arguments (None: not a call)
+    kwargs: dict = field(default_factory=dict)
+    attr: str | None = None                      # NAME.ATTR
+    attr_col: int = 0
+
+
+# ---------------------------------------------------------------------------------------------
+class Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.toks = tokenize(text)
+        self.i = 0
+        self.depth = 0
+
+    # -- helpers -----------------------------------------------------------------------------
+    @property
+    def tok(self) -> Token:
+        return self.toks[self.i]
+
+    def next(self) -> Token:
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def error(self, msg: str, tok: Token | None = None):
+        tok = tok or self.tok
+        return ParseError(msg, self.text, tok.col, tok.text if tok.kind != "EOF" else "end of text")
+
+    def expect(self, kind: str, what: str) -> Token:
+        if self.tok.kind != kind:
+            raise self.error(f"expected {what}")
+        return self.next()
+
+    def enter(self, tok: Token):
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.error(f"nesting deeper than {MAX_NESTING} levels", tok)
+
+    def leave(self):
+        self.depth -= 1
+
+    # -- grammar -----------------------------------------------------------------------------
+    def parse(self) -> Node:
+        if self.tok.kind == "EOF":
+            raise self.error("empty CuTe layout text")
+        node = self.expr()
+        if self.tok.kind != "EOF":
+            if self.tok.kind == ")":
+                raise self.error("unbalanced ')'")
+            raise self.error("unexpected token after the layout")
+        return node
+
+    def expr(self) -> Node:
+        first = self.term()
+        parts = [first]
+        while self.tok.kind == "NAME" and self.tok.text == "o":
+            self.next()
+            parts.append(self.term())
+        if len(parts) == 1:
+            return first
+        return Chain(first.col, parts)
+
+    def term(self) -> Node:
+        node = self.primary()
+        if self.tok.kind == ":":
+            self.next()
+            stride = self.primary()
+            return LayoutLit(node.col, node, stride)
+        return node
+
+    def primary(self) -> Node:
+        t = self.tok
+        if t.kind == "INT":
+            self.next()
+            return Num(t.col, t.value)
+        if t.kind == "US":
+            self.next()
+            return Under(t.col)
+        if t.kind == "SMEM":
+            self.next()
+            return Smem(t.col, t.value)
+        if t.kind == "(":
+            self.enter(t)
+            self.next()
+            if self.tok.kind == ")":
+                raise self.error("empty tuple ()")
+            items = [self.expr()]
+            while self.tok.kind == ",":
+                self.next()
+                items.append(self.expr())
+            if self.tok.kind != ")":
+                if self.tok.kind == "EOF":
+                    raise ParseError("unbalanced '(': missing ')'", self.text, t.col, "(")
+                raise self.error("expected ',' or ')'")
+            self.next()
+            self.leave()
+            return Tup(t.col, items)
+        if t.kind == "NAME":
+            return self.named()
+        if t.kind == "EOF":
+            raise self.error("unexpected end of text")
+        if t.kind == ")":
+            raise self.error("unbalanced ')'")
+        raise self.error("unexpected token")
+
+    def named(self) -> Node:
+        t = self.next()
+        node = Name(t.col, t.text)
+        if self.tok.kind == "<":
+            self.next()
+            node.targs.append(self.targ())
+            while self.tok.kind == ",":
+                self.next()
+                node.targs.append(self.targ())
+            self.expect(">", "'>' closing the template arguments")
+            if self.tok.kind == "{":           # C++ value syntax Sw<3,4,3>{} / Int<8>{}
+                self.next()
+                self.expect("}", "'}'")
+        if self.tok.kind == "(":
+            open_tok = self.tok
+            self.enter(open_tok)
+            self.next()
+            node.args = []
+            if self.tok.kind != ")":
+                self.arg(node)
+                while self.tok.kind == ",":
+                    self.next()
+                    self.arg(node)
+            if self.tok.kind != ")":
+                if self.tok.kind == "EOF":
+                    raise ParseError("unbalanced '(': missing ')'", self.text, open_tok.col, "(")
+                raise self.error("expected ',' or ')' in the argument list")
+            self.next()
+            self.leave()
+        if self.tok.kind == ".":
+            self.next()
+            a = self.expect("NAME", "an operand name after '.' (A, B, C, Src or Dst)")
+            node.attr, node.attr_col = a.text, a.col
+        return node
+
+    def arg(self, call: Name) -> None:
+        if self.tok.kind == "NAME" and self.toks[self.i + 1].kind == "=":
+            k = self.next()
+            self.next()
+            if k.text in call.kwargs:
+                raise self.error(f"argument {k.text!r} given twice", k)
+            call.kwargs[k.text] = self.expr()
+            return
+        if call.kwargs:
+            raise self.error("positional argument after a keyword argument")
+        call.args.append(self.expr())
+
+    def targ(self) -> Node:
+        t = self.tok
+        if t.kind == "-":
+            self.next()
+            n = self.expect("INT", "an integer after '-'")
+            return Num(t.col, -n.value)
+        if t.kind == "INT":
+            self.next()
+            return Num(t.col, t.value)
+        if t.kind == "US":                     # Tile<_32, _, _>
+            self.next()
+            return Under(t.col)
+        if t.kind == "NAME":                   # a type, possibly a template: Shape<_4,_8>
+            self.next()
+            node = Name(t.col, t.text)
+            if self.tok.kind == "<":
+                open_tok = self.tok
+                self.enter(open_tok)
+                self.next()
+                node.targs.append(self.targ())
+                while self.tok.kind == ",":
+                    self.next()
+                    node.targs.append(self.targ())
+                self.expect(">", "'>' closing the template arguments")
+                self.leave()
+            if self.tok.kind == "{":
+                self.next()
+                self.expect("}", "'}'")
+            return node
+        raise self.error("expected a template argument (an integer or a type name)")
+
+
+def parse_text(text: str) -> Node:
+    """Parse CuTe layout text into an AST (see the module docstring)."""
+    if not isinstance(text, str):
+        raise ParseError(f"CuTe layout text must be a string, got {type(text).__name__}")
+    return Parser(text).parse()

@@ -1,0 +1,1 @@
+"""Helpers for testing the CuTe adapter against CuTe C++ and pycute."""
