@@ -2,7 +2,7 @@
 
 The Tilus layouts are tilus's own (``tilus.ir.instructions.cuda.mma_dot.AtomicMmaConfig``:
 ``la``/``lb``/``lc`` of every config), turned into canonical form by tilus's own mapping
-(``adapters.tilus.native.register_to_layout``: ``get_global``). They are compared with
+(``adapters.tilus.oracle.register_to_layout``: ``get_global``). They are compared with
 
 * the PTX ISA fragments: formulas written out here for m16n8k16 .f16, and ``adapters.ptx`` for
   every config;
@@ -27,7 +27,7 @@ from tilus.ir.instructions.cuda.mma_dot import AtomicMmaConfig  # noqa: E402
 import adapters.tilus as T  # noqa: E402
 from verifier.compare import compare  # noqa: E402
 
-nat = importlib.import_module("adapters.tilus.native")
+nat = importlib.import_module("adapters.tilus.oracle")
 
 #: config -> (tilus factory, PTX A, PTX B, PTX C, CuTe atom, Triton kWidth per vec_k or None,
 #: the la/lb/lc expressions as written in tilus's source for vec_k = 1)

@@ -40,7 +40,7 @@ from tilus.ir.utils.veceval import vectorized_evaluate  # noqa: E402
 import adapters.tilus as T  # noqa: E402
 from verifier.errors import LayoutError  # noqa: E402
 
-nat = importlib.import_module("adapters.tilus.native")
+nat = importlib.import_module("adapters.tilus.oracle")
 
 N_REGISTER_CASES = 1200
 N_SHARED_CASES = 400

@@ -393,7 +393,7 @@ def tilus_instruction_layout(ref: str):
         raise
     except Exception as e:  # tilus's own assertion errors
         raise NativeError(f"tilus failed on {ref!r}: {type(e).__name__}: {e}") from None
-    conv = importlib.import_module("adapters.tilus.native")
+    conv = importlib.import_module("adapters.tilus.oracle")
     return conv.register_to_layout(lay, name=f"tilus-native:{ref}")
 
 

@@ -106,8 +106,8 @@ def parse(text: str, shape=None, **options) -> Layout:
 
 def native(text: str, shape=None, **options) -> Layout:
     """The same text evaluated by pycute (the installed Python CuTe), in the same canonical form;
-    see :mod:`.native` for what pycute covers and where it differs from CuTe C++."""
-    from .native import native_value
+    see :mod:`.pycute_oracle` for what pycute covers and where it differs from CuTe C++."""
+    from .pycute_oracle import native_value
     as_ = options.get("as_") or options.get("as")
     value = native_value(text)
     return to_canonical(value, shape, as_=as_, warp_size=options.get("warp_size") or 32,

@@ -30,10 +30,10 @@ from verifier.layout import Layout
 from . import register as reg
 from . import shared as sh
 from . import syntax
-from . import native as _native_oracle   # noqa: F401  (tilus itself is imported lazily)
+from . import oracle as _native_oracle   # noqa: F401  (tilus itself is imported lazily)
 
-# ``native`` below is the adapter-interface function and shadows the submodule of the same name;
-# reach the submodule as ``importlib.import_module("adapters.tilus.native")`` (or ``_native_oracle``).
+# The oracle's conversion helpers live in :mod:`adapters.tilus.oracle` (not ``native``, so that the
+# submodule can never shadow the adapter-interface function ``native`` below).
 
 __all__ = ["parse", "native", "build", "to_tilus_text"]
 

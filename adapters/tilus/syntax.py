@@ -19,7 +19,7 @@ Reading happens in two steps:
    ``ParseError`` naming the token and its 1-based column.
 2. :func:`evaluate` walks that tree with a *backend*: our own re-implementation
    (:mod:`adapters.tilus.register`, :mod:`adapters.tilus.shared`) or the installed tilus package
-   (:mod:`adapters.tilus.native`). Arguments are bound against :data:`FUNCTIONS`/:data:`METHODS`,
+   (:mod:`adapters.tilus.oracle`). Arguments are bound against :data:`FUNCTIONS`/:data:`METHODS`,
    which mirror tilus 0.2.0's signatures, so both backends see the same, checked arguments.
 """
 from __future__ import annotations
