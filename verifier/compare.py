@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import expr as E
 from . import f2 as F2
 from .errors import LayoutError, SizeLimitError, UnsupportedError
 from .layout import MAX_TABLE_LOCATIONS, Layout
@@ -154,7 +155,6 @@ class Pair:
 def eval_point(e, env: dict, memo: dict | None = None) -> int:
     """One expression at one hardware location, with Python integers (no numpy): the cheap
     evaluator used to re-check witnesses."""
-    from . import expr as E
     memo = {} if memo is None else memo
     key = id(e)
     if key in memo:

@@ -328,10 +328,10 @@ class Layout:
     def _f2(self):
         if not self.all_pow2:
             return None
-        self.check_in_range()  # bases of a map that leaves its shape would be meaningless
         declared = self.__dict__.get("_declared_bases")
-        if declared is not None:
+        if declared is not None:  # from_bases checked every component; XOR stays below a power of two
             return {n: list(v) for n, v in declared.items()}
+        self.check_in_range()  # bases of a map that leaves its shape would be meaningless
         if any(int(x) != 0 for x in self.apply(np.zeros((1, len(self.in_dims)), np.int64))[0]):
             return None
         bases = self.candidate_bases()
