@@ -17,12 +17,20 @@ from collections import Counter
 
 import pytest
 
-from adapters.triton import amd
+from adapters.triton import amd, version
 from adapters.triton.attr import Attr, DOT_OPERAND_PARENTS, ENCODINGS
 from verifier.errors import LayoutError
 
 SEED = 20240917
 N_CASES = 720          # at least 600 are required; each costs ~1 ms in Triton and ~2 ms here
+
+#: the release the sweep compares with: the installed Triton's (its oracle); Triton 3.6 writes
+#: amd_wmma with warpsPerCTA/tilesPerWarp (Gluon ``AMDWMMALayout(version, transposed,
+#: warps_per_cta, instr_shape, tiles_per_warp, cga_layout)``), 3.7+ with a ctaLayout (#8946)
+TV = version.default()
+LEGACY_WMMA = TV == "3.6"
+#: the checks that do not ask Triton pin the newest release's semantics
+V39 = {"triton_version": "3.9"}
 
 # ------------------------------------------------------------------------------------------------
 # The oracle: a worker process that reads JSON cases and prints one JSON line per case.
@@ -39,6 +47,9 @@ WORKER = textwrap.dedent(r"""
                              element_bitwidth=p["ebw"], tiles_per_warp=p["tiles"], cga_layout=p["cga"])
 
     def wmma(p):
+        if "warps" in p:   # Triton 3.6's API
+            return AMDWMMALayout(p["version"], p["transposed"], p["warps"], instr_shape=p["instr"],
+                                 tiles_per_warp=p["tiles"], cga_layout=p["cga"])
         return AMDWMMALayout(p["version"], p["transposed"], p["warp"], reg_bases=p["reg"],
                              instr_shape=p["instr"], cga_layout=p["cga"], rank=p["rank"])
 
@@ -151,7 +162,15 @@ def random_mfma(rng: random.Random, rank: int) -> dict:
 
 def random_wmma(rng: random.Random, rank: int) -> dict:
     version = rng.randint(1, 3)
-    instr = list(rng.choice(amd.WMMA_INSTR_SHAPES[version]))
+    instr = list(rng.choice(amd.wmma_instr_shapes(version, {"triton_version": TV})))
+    if LEGACY_WMMA:   # Triton 3.6: warpsPerCTA and tilesPerWarp
+        tiles = [1] * rank
+        if rng.random() < 0.35:
+            tiles[-2] = rng.choice([1, 2, 4])
+            tiles[-1] = rng.choice([1, 2])
+        return {"kind": "wmma", "version": version, "transposed": rng.random() < 0.5,
+                "warps": _split_warps(rng, rank), "tiles": tiles, "instr": instr, "cga": _cga(rng, rank),
+                "rank": rank}
     # ctaLayout: warp and register bits, each moving one tensor dim to its next power of two
     nxt = [1] * rank
     warp, reg = [], []
@@ -192,6 +211,13 @@ def random_case(rng: random.Random, i: int) -> dict:
         else:
             k_width = rng.choice({1: [8, 16], 2: [4, 8, 16], 3: [2, 4, 8, 16]}[parent["version"]])
         case = {"kind": "dot", "op_idx": rng.randint(0, 1), "k_width": k_width, "parent": parent}
+    acc = case if case["kind"] == "wmma" else None
+    if acc is not None and version.before({"triton_version": TV}, "3.8") and rng.random() < 0.9:
+        # Triton <= 3.7 aborts unless the accumulator's M and N are 1 or a whole instruction
+        # (#9825 lifted that in 3.8): mostly draw shapes it accepts, keep a few it refuses
+        m, n = acc["instr"][0], acc["instr"][1]
+        shape[-2] = shape[-2] if shape[-2] in (1,) or shape[-2] >= m else m
+        shape[-1] = shape[-1] if shape[-1] in (1,) or shape[-1] >= n else n
     case.update(i=i, shape=shape)
     return case
 
@@ -208,6 +234,14 @@ def to_attr(p: dict) -> Attr:
         if p["ebw"] != 32:
             params["elementBitWidth"] = p["ebw"]
         return Attr("amd_mfma", params)
+    if p["kind"] == "wmma" and "warps" in p:
+        params = {"version": p["version"], "isTranspose": p["transposed"], "warpsPerCTA": p["warps"],
+                  "instrShape": p["instr"]}
+        if p["cga"]:
+            params["CGALayout"] = p["cga"]
+        if any(t != 1 for t in p["tiles"]):
+            params["tilesPerWarp"] = p["tiles"]
+        return Attr("amd_wmma", params)
     if p["kind"] == "wmma":
         cta = {k: v for k, v in (("register", p["reg"]), ("warp", p["warp"])) if v}   # as Triton prints it
         params = {"version": p["version"], "isTranspose": p["transposed"], "ctaLayout": cta,
@@ -239,6 +273,16 @@ def to_text(p: dict, *, parseable: bool = False) -> str:
         if p["ebw"] != 32:
             s += f", elementBitWidth = {p['ebw']}"
         return s + "}>"
+    if p["kind"] == "wmma" and "warps" in p:   # Triton 3.6's printer
+        s = (f"#ttg.amd_wmma<{{version = {p['version']}, isTranspose = {str(p['transposed']).lower()}, "
+             f"warpsPerCTA = {_list(p['warps'])}")
+        if p["cga"]:
+            s += f", CGALayout = {_list(p['cga'])}"
+        if any(t != 1 for t in p["tiles"]):
+            s += f", tilesPerWarp = {_list(p['tiles'])}"
+        if tuple(p["instr"]) != amd.WMMA_DEFAULT_INSTR_SHAPE:
+            s += f", instrShape = {_list(p['instr'])}"
+        return s + "}>"
     if p["kind"] == "wmma":
         cta = ", ".join(f"{k} = {_list(v)}" for k, v in (("register", p["reg"]), ("warp", p["warp"]))
                         if v or (parseable and k == "warp"))
@@ -256,11 +300,12 @@ def to_text(p: dict, *, parseable: bool = False) -> str:
 
 
 def ours(case: dict):
+    """Our layout for the case, following the installed (oracle) Triton release."""
     attr = to_attr(case)
     if attr.kind == "dot_op":
         parent = attr.params["parent"]
-        return DOT_OPERAND_PARENTS[parent.kind](attr, parent, case["shape"])
-    return ENCODINGS[attr.kind](attr, case["shape"])
+        return DOT_OPERAND_PARENTS[parent.kind](attr, parent, case["shape"], triton_version=TV)
+    return ENCODINGS[attr.kind](attr, case["shape"], triton_version=TV)
 
 
 def _bases_of(layout) -> dict:
@@ -344,8 +389,10 @@ def test_sweep_covers_the_parameter_space(sweep):
     assert any(p["tiles"][-1] > 1 for p in mf) and any(p["tiles"][-2] > 1 for p in mf)
     assert any(p["cga"] for p in mf) and any(p["cga"] for p in wm)
     assert {p["version"] for p in wm} == {1, 2, 3} and {p["transposed"] for p in wm} == {True, False}
-    assert {p["rank"] for p in wm} == {2, 3} and any(p["reg"] for p in wm)
-    assert any(tuple(p["instr"][:2]) == (32, 16) for p in wm)
+    assert {p["rank"] for p in wm} == {2, 3}
+    assert any(p["reg"] for p in wm) if not LEGACY_WMMA else any(max(p["tiles"]) > 1 for p in wm)
+    if version.at_least({"triton_version": TV}, "3.8"):   # the 32x16 shapes came with Triton 3.8
+        assert any(tuple(p["instr"][:2]) == (32, 16) for p in wm)
     dots = [c for c in ok if c["kind"] == "dot"]
     assert {(c["parent"]["kind"], c["op_idx"]) for c in dots} == {(k, o) for k in ("mfma", "wmma") for o in (0, 1)}
     assert {c["k_width"] for c in dots} >= {1, 2, 4, 8, 16}
@@ -358,6 +405,11 @@ def test_sweep_covers_the_parameter_space(sweep):
 def _n_warps(c: dict) -> int:
     p = c if c["kind"] != "dot" else c["parent"]
     if p["kind"] == "mfma":
+        n = 1
+        for w in p["warps"]:
+            n *= w
+        return n
+    if "warps" in p:
         n = 1
         for w in p["warps"]:
             n *= w
@@ -407,10 +459,10 @@ def test_sweep_through_text(sweep):
         if "error" in a:
             continue
         printed, parseable = to_text(c), to_text(c, parseable=True)
-        assert _bases_of(parse(printed, shape=c["shape"])) == a["bases"], printed
+        assert _bases_of(parse(printed, shape=c["shape"], triton_version=TV)) == a["bases"], printed
         if n % 2:   # the whole type (shape from the type) and Triton-parseable spelling too
             typed = f"tensor<{'x'.join(map(str, c['shape']))}xf16, {parseable}>"
-            assert _bases_of(parse(typed)) == a["bases"], typed
+            assert _bases_of(parse(typed, triton_version=TV)) == a["bases"], typed
         n += 1
     assert n >= 200
 
@@ -422,7 +474,7 @@ def test_mfma_32x32_tile_matches_the_isa_table():
     """v_mfma_f32_32x32x8f16 D layout (AMD matrix instruction calculator): lane l, register r holds
     row 8*(r//4) + 4*(l//32) + r%4, column l%32 -- independent of Triton."""
     lay = ENCODINGS["amd_mfma"](Attr("amd_mfma", {"version": 3, "warpsPerCTA": [1, 1], "instrShape": [32, 32, 8],
-                                                  "isTransposed": False}), [32, 32])
+                                                  "isTransposed": False}), [32, 32], **V39)
     t = lay.table().reshape(64, 16, 2)   # [lane, register] since the register index is fastest
     t = t.transpose(1, 0, 2)
     for lane in range(64):
@@ -435,7 +487,7 @@ def test_mfma_16x16_tile_matches_the_isa_table():
     transposed layout swaps rows and columns."""
     for transposed in (False, True):
         lay = ENCODINGS["amd_mfma"](Attr("amd_mfma", {"version": 3, "warpsPerCTA": [1, 1], "instrShape": [16, 16, 16],
-                                                      "isTransposed": transposed}), [16, 16])
+                                                      "isTransposed": transposed}), [16, 16], **V39)
         t = lay.table().reshape(64, 4, 2).transpose(1, 0, 2)
         for lane in range(64):
             for r in range(4):
@@ -445,7 +497,7 @@ def test_mfma_16x16_tile_matches_the_isa_table():
 
 def test_wmma_v2_tile_matches_the_isa_table():
     """RDNA4 WMMA 16x16 f32 accumulator: lane l, VGPR r holds row 8*(l//16) + r, column l%16."""
-    lay = ENCODINGS["amd_wmma"](Attr("amd_wmma", {"version": 2, "isTranspose": False, "ctaLayout": {}}), [16, 16])
+    lay = ENCODINGS["amd_wmma"](Attr("amd_wmma", {"version": 2, "isTranspose": False, "ctaLayout": {}}), [16, 16], **V39)
     t = lay.table().reshape(32, 8, 2).transpose(1, 0, 2)
     for lane in range(32):
         for r in range(8):
@@ -454,7 +506,7 @@ def test_wmma_v2_tile_matches_the_isa_table():
 
 def test_wmma_v1_tile_matches_the_isa_table():
     """RDNA3 WMMA 16x16 f32 accumulator: lane l, VGPR r holds row 2*r + l//16, column l%16."""
-    lay = ENCODINGS["amd_wmma"](Attr("amd_wmma", {"version": 1, "isTranspose": False, "ctaLayout": {}}), [16, 16])
+    lay = ENCODINGS["amd_wmma"](Attr("amd_wmma", {"version": 1, "isTranspose": False, "ctaLayout": {}}), [16, 16], **V39)
     t = lay.table().reshape(32, 8, 2).transpose(1, 0, 2)
     for lane in range(32):
         for r in range(8):
@@ -462,19 +514,20 @@ def test_wmma_v1_tile_matches_the_isa_table():
 
 
 def test_legacy_spellings_equal_the_current_ones():
-    """versionMajor/CTAsPerCGA (MFMA) and warpsPerCTA/tilesPerWarp (WMMA, Triton <= 3.8) mean
-    what Triton 3.9 spells with version/CGALayout and ctaLayout."""
+    """versionMajor/CTAsPerCGA (MFMA) and warpsPerCTA/tilesPerWarp (WMMA, Triton 3.6's spelling),
+    read with Triton 3.9's semantics, mean what Triton 3.9 spells with version/CGALayout and
+    ctaLayout (the translation of #8946)."""
     enc, shape = ENCODINGS, [128, 64]
     new = enc["amd_mfma"](Attr("amd_mfma", {"version": 3, "warpsPerCTA": [2, 2], "instrShape": [32, 32, 8],
-                                            "isTransposed": True, "CGALayout": [[0, 1]]}), shape)
+                                            "isTransposed": True, "CGALayout": [[0, 1]]}), shape, **V39)
     old = enc["amd_mfma"](Attr("amd_mfma", {"versionMajor": 3, "versionMinor": 0, "warpsPerCTA": [2, 2],
                                             "instrShape": [32, 32], "isTransposed": True, "CTAsPerCGA": [1, 2],
-                                            "CTASplitNum": [1, 2], "CTAOrder": [1, 0]}), shape)
+                                            "CTASplitNum": [1, 2], "CTAOrder": [1, 0]}), shape, **V39)
     assert new.f2_bases() == old.f2_bases()
     new = enc["amd_wmma"](Attr("amd_wmma", {"version": 2, "isTranspose": False,
-                                            "ctaLayout": {"register": [[0, 1]], "warp": [[0, 2], [1, 0]]}}), shape)
+                                            "ctaLayout": {"register": [[0, 1]], "warp": [[0, 2], [1, 0]]}}), shape, **V39)
     old = enc["amd_wmma"](Attr("amd_wmma", {"version": 2, "isTranspose": False, "warpsPerCTA": [2, 2],
-                                            "tilesPerWarp": [1, 2]}), shape)
+                                            "tilesPerWarp": [1, 2]}), shape, **V39)
     assert new.f2_bases() == old.f2_bases()
 
 
@@ -523,7 +576,7 @@ def _wmma(**changes):
 ])
 def test_bad_amd_parameters(attr, shape, words):
     with pytest.raises(LayoutError) as e:
-        ENCODINGS[attr.kind](attr, shape)
+        ENCODINGS[attr.kind](attr, shape, **V39)
     msg = str(e.value)
     assert "\n" not in msg and f"#ttg.{attr.kind}" in msg
     for w in words:
@@ -542,7 +595,7 @@ def test_bad_amd_parameters(attr, shape, words):
 def test_bad_dot_operands(parent, dot, words):
     attr = Attr("dot_op", dict(dot, parent=parent))
     with pytest.raises(LayoutError) as e:
-        DOT_OPERAND_PARENTS[parent.kind](attr, parent, [64, 64])
+        DOT_OPERAND_PARENTS[parent.kind](attr, parent, [64, 64], **V39)
     msg = str(e.value)
     assert "\n" not in msg
     for w in words:
@@ -570,11 +623,11 @@ def test_junk_parameters_give_layout_errors(seed):
         shape = rng.choice([[64, 64], [16, 8], [2, 32, 32], None, [0, 4], [64, -1]])
         try:
             if rng.random() < 0.5:
-                ENCODINGS[parent.kind](parent, shape)
+                ENCODINGS[parent.kind](parent, shape, **V39)
             else:
                 dot = Attr("dot_op", {"opIdx": rng.choice([0, 1, 2]), "parent": parent,
                                       "kWidth": rng.choice([4, 8, 3, -2, "x"])})
-                DOT_OPERAND_PARENTS[parent.kind](dot, parent, shape)
+                DOT_OPERAND_PARENTS[parent.kind](dot, parent, shape, **V39)
             outcomes["layout"] += 1
         except LayoutError as e:
             assert "\n" not in str(e)
@@ -583,7 +636,7 @@ def test_junk_parameters_give_layout_errors(seed):
 
 
 def test_warp_size_option():
-    assert ENCODINGS["amd_mfma"](_mfma(), [64, 64], warp_size=64).in_size("lane") == 64
-    assert ENCODINGS["amd_wmma"](_wmma(), [64, 64], warp_size=32).in_size("lane") == 32
+    assert ENCODINGS["amd_mfma"](_mfma(), [64, 64], warp_size=64, **V39).in_size("lane") == 64
+    assert ENCODINGS["amd_wmma"](_wmma(), [64, 64], warp_size=32, **V39).in_size("lane") == 32
     with pytest.raises(LayoutError, match="64 threads per warp"):
-        ENCODINGS["amd_mfma"](_mfma(), [64, 64], warp_size=32)
+        ENCODINGS["amd_mfma"](_mfma(), [64, 64], warp_size=32, **V39)

@@ -60,27 +60,35 @@ def printed_core():
 
 
 def test_printed_core_kinds_parse_to_triton_layout(printed_core):
+    """Printed text parses to Triton's layout; where the installed release rejects a case (e.g.
+    Triton 3.6/3.7 on some slices of ``#ttg.linear``), our parse for that release rejects it too."""
     from adapters.triton import parse
+    from verifier.errors import LayoutError
     cases, raws = printed_core
-    bad, compared, kinds = [], 0, set()
+    bad, compared, kinds, rejected = [], 0, set(), []
     for (kind, text, shape), raw in zip(cases, raws):
-        assert not isinstance(raw, Exception), (text, shape, raw)
+        if isinstance(raw, Exception):
+            with pytest.raises(LayoutError):
+                parse(text, shape=shape, triton_version=O.TRITON_VERSION)
+            rejected.append((text, str(raw)))
+            continue
         typ = printed_type(raw["printed"])
-        ours = parse(typ)
+        ours = parse(typ, triton_version=O.TRITON_VERSION)
         msg = O.compare(ours, raw_layout(raw))
         if msg:
             bad.append((typ, msg))
         compared += 1
         kinds.add(kind)
     assert not bad, bad[:3]
-    assert compared == len(cases) >= 200
+    assert compared + len(rejected) == len(cases) >= 200
+    assert len(rejected) <= 0.05 * len(cases), rejected[:3]
     assert kinds == set(O.GENERATORS)
 
 
 def test_printed_text_uses_aliases(printed_core):
     """The check above really went through Triton's alias form (not only inline attributes)."""
     _, raws = printed_core
-    typs = [printed_type(r["printed"]) for r in raws]
+    typs = [printed_type(r["printed"]) for r in raws if not isinstance(r, Exception)]
     assert sum(1 for t in typs if t.startswith("#blocked")) > 20
     assert sum(1 for t in typs if "parent = #mma" in t) > 10
     assert sum(1 for t in typs if "CGALayout" in t) > 10
@@ -108,11 +116,28 @@ OTHER_KINDS = [
 ]
 
 
+#: Triton 3.6 writes amd_wmma's warps as warpsPerCTA (ctaLayout came with #8946, Triton 3.7)
+OTHER_KINDS_36 = {
+    OTHER_KINDS[2][0]: "#ttg.amd_wmma<{version = 3, isTranspose = true, warpsPerCTA = [2, 2], instrShape = [16, 16, 32]}>",
+    OTHER_KINDS[3][0]: ("#ttg.dot_op<{opIdx = 1, parent = #ttg.amd_wmma<{version = 2, isTranspose = false, "
+                        "warpsPerCTA = [2, 2]}>, kWidth = 8}>"),
+}
+
+
+def other_kinds():
+    """OTHER_KINDS in the installed release's spelling. Triton 3.6's to_linear_layout cannot
+    convert shared layouts (the native worker then has no answer), so they are left out there."""
+    if O.TRITON_VERSION == "3.6":
+        return [(OTHER_KINDS_36.get(t, t), s) for t, s in OTHER_KINDS if "shared" not in t]
+    return OTHER_KINDS
+
+
 def test_printed_other_kinds_parse():
     from adapters.triton.native import native_many
     from adapters.triton.parser import SHARED_KINDS, parse_text
-    raws = native_many(OTHER_KINDS, raw=True, printed=True)
-    for (text, shape), raw in zip(OTHER_KINDS, raws):
+    kinds = other_kinds()
+    raws = native_many(kinds, raw=True, printed=True)
+    for (text, shape), raw in zip(kinds, raws):
         assert not isinstance(raw, Exception), (text, raw)
         typ = printed_type(raw["printed"])
         original = parse_text(text).attr
@@ -161,7 +186,7 @@ def test_old_spellings_mean_what_the_new_ones_mean():
     theirs = O.oracle([(new, shape) for _, new, shape in OLD_VS_NEW])
     for (old, new, shape), t in zip(OLD_VS_NEW, theirs):
         assert not isinstance(t, Exception), (new, t)
-        assert O.compare(parse(old, shape=shape), t) is None, old
+        assert O.compare(parse(old, shape=shape, triton_version=O.TRITON_VERSION), t) is None, old
 
 
 def test_native_accepts_old_spellings_by_reprinting():

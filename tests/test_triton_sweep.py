@@ -24,7 +24,9 @@ pytestmark = pytest.mark.skipif(not O.have_triton(), reason="needs Triton >= 3.5
 
 SEED = 20250611
 PER_KIND = 400
-MAX_REJECT_FRACTION = 0.01
+#: Triton 3.6 and 3.7 abort on many random slices of #ttg.linear (block bases not the top bits
+#: of their dim: see adapters.triton.linear._check_slice_of_linear); we reject those too
+MAX_REJECT_FRACTION = 0.05 if O.TRITON_VERSION in ("3.6", "3.7") else 0.01
 
 
 def _as_type(text: str, shape) -> str:
@@ -104,4 +106,4 @@ def test_named_examples_match_triton():
     theirs = O.oracle([(t, None) for t in texts])
     for text, t in zip(texts, theirs):
         assert not isinstance(t, Exception), (text, t)
-        assert O.compare(parse(text), t) is None, text
+        assert O.compare(parse(text, triton_version=O.TRITON_VERSION), t) is None, text

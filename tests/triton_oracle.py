@@ -267,6 +267,16 @@ def sweep_cases(seed: int, per_kind: int, kinds=None) -> list[tuple[str, str, tu
 # ---------------------------------------------------------------------------------------------
 # Oracle and comparison
 # ---------------------------------------------------------------------------------------------
+def installed_version() -> str:
+    """The installed Triton as the adapter's ``triton_version`` (``major.minor``), so that a sweep
+    compares like with like on any installed release (3.9 when Triton is absent or newer)."""
+    from adapters.triton import version
+    return version.default()
+
+
+TRITON_VERSION = installed_version()
+
+
 def have_triton() -> bool:
     try:
         from triton._C.libtriton import gluon_ir  # noqa: F401
@@ -334,18 +344,20 @@ def _reason(err) -> str:
     return s[:160]
 
 
-def run_sweep(cases, parse, theirs=None) -> Tally:
-    """Compare ``parse(text, shape=shape)`` with Triton on every ``(kind, text, shape)`` case.
+def run_sweep(cases, parse, theirs=None, triton_version: str | None = None) -> Tally:
+    """Compare ``parse(text, shape=shape, triton_version=...)`` with Triton on every
+    ``(kind, text, shape)`` case; the version defaults to the installed Triton's.
 
     ``theirs``: Triton's answers if already computed (else asked now). Equal cases are kept in
     ``tally.layouts`` as ``(kind, text, triton_layout)``."""
+    triton_version = triton_version or TRITON_VERSION
     from verifier.errors import LayoutError
     if theirs is None:
         theirs = oracle([(text, shape) for _, text, shape in cases])
     tally = Tally()
     for (kind, text, shape), t in zip(cases, theirs):
         try:
-            ours = parse(text, shape=shape)
+            ours = parse(text, shape=shape, triton_version=triton_version)
             our_err = None
         except LayoutError as e:
             ours, our_err = None, e

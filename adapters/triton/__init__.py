@@ -12,8 +12,45 @@ Converters are registered per attribute kind in :data:`.attr.ENCODINGS` by :mod:
 ``.amd`` and ``.shared``. ``native(text, shape=None, **options)`` asks the installed Triton (in a
 subprocess) for its answer: see :mod:`.native`.
 
-Options: ``warp_size`` (checked against the lanes the text implies); converters also receive
-``element_type`` (``"f16"``, ...) when the text is a whole type.
+Options: ``warp_size`` (checked against the lanes the text implies); ``triton_version``
+(``"3.6"``, ``"3.7"``, ``"3.8"`` or ``"3.9"``: whose ``toLinearLayout`` to reproduce; default: the
+installed Triton's major.minor when it is one of those, else ``"3.9"``; see :mod:`.version`);
+converters also receive ``element_type`` (``"f16"``, ...) when the text is a whole type.
+``native()`` always answers with the installed Triton, whatever ``triton_version`` says.
+
+Where the releases differ (found in Triton's history and checked against each release's wheel:
+``GluonOpBuilder.to_linear_layout`` of Triton 3.6.0, 3.7.1, 3.8.0 and 3.9.0; upstream commits):
+
+=====================================================================  ==========  ==========  ==========  ==========  =========================================
+behaviour                                                              3.6         3.7         3.8         3.9         changed by (upstream PR, commit)
+=====================================================================  ==========  ==========  ==========  ==========  =========================================
+``blocked``: registers that only broadcast (tile larger than tensor)   zero bases  zero bases  zero bases  dropped     #11541 (2026-09-02)
+``linear`` with a repeated non-zero basis                              accepted    rejected    rejected    rejected    #9215 9f8a10f1dbd0
+``slice`` of a ``linear`` whose block bases are not each dim's top     aborts      aborts if   accepted    accepted    #8922 e22060c05c05, #9557 b2ffee698c4c
+bits (Triton derives its CGA layout while checking the slice)                      slice of a
+                                                                                   slice
+``amd_wmma`` warp arrangement written as                               warpsPerCTA ctaLayout   ctaLayout   ctaLayout   #8946 ec7836e1f6a5
+                                                                       tilesPerWarp
+``amd_wmma`` register order: N repetitions before ``tilesPerWarp[M]``  yes         no          no          no          #8946 ec7836e1f6a5
+``amd_wmma`` accumulator: M, N each 1 or >= the instruction's          required    required    free        free        #9825 1299a3b8ebb2
+``amd_wmma`` v3 32x16 instructions                                     no          no          yes         yes         #10082 2c7ce4925d37
+``amd_wmma`` v3 operand ``kWidth``                                     2, 8, 16    any         any         any         #8783 89a3c6e5115e
+WMMA operand: K registers span the tensor's K before ctaLayout's       (own rule)  yes         no          no          #10082 2c7ce4925d37
+WMMA operand CGA layout                                                acc.'s      acc.'s      K not split K not split #9694 863602691e86
+WMMA: a repeated ctaLayout bit left past the tensor after the cut      aborts      aborts      zeroed      zeroed      #9221 bb75a8708037
+``nvidia_mma`` operand tile                                            16 x 8kW    16 x 8kW    M(instr) x  M(instr) x  #10060 9e59ac0f0478
+                                                                                               8kW (4kW    8kW (4kW
+                                                                                               if M = 8)   if M = 8)
+``nvmma_shared``, ``swizzlingByteWidth = 0``, ``transposed = true``    row-major   row-major   dim0 first  dim0 first  #10453 e4264c126ccb
+=====================================================================  ==========  ==========  ==========  ==========  =========================================
+
+Not differences of the layouts, but of the Gluon API the oracles use: Triton 3.6's
+``to_linear_layout`` cannot convert shared layouts; its ``AMDWMMALayout`` takes
+``warps_per_cta``/``tiles_per_warp``; ``PaddedSharedLayout`` has ``block_bases`` in elements (3.6),
+``cga_layout`` read back in elements (3.7; #10392 a7512c943990 in 3.8). ``CGALayout = [...]``
+(#8770 49b74727460f) is the syntax of all four releases; the older ``CTAsPerCGA / CTASplitNum /
+CTAOrder`` is read too. The ``warpsPerCTA`` spelling of ``amd_wmma`` is also accepted for 3.7-3.9,
+read as the ``ctaLayout`` #8946 translates it to (those releases cannot parse it themselves).
 """
 from __future__ import annotations
 
@@ -23,6 +60,7 @@ from verifier.errors import LayoutError, UnsupportedError
 from verifier.layout import Layout
 
 from . import linear as _linear  # noqa: F401  (registers linear, blocked, slice, dot_op)
+from . import version
 from . import native as _native_module  # before `def native` below, which must win the name
 from . import nvidia as _nvidia  # noqa: F401  (registers nvidia_mma and its dot operands)
 from .attr import DOT_OPERAND_PARENTS, ENCODINGS, Attr
@@ -75,6 +113,7 @@ def parse(text: str, shape=None, **options) -> Layout:
     if parsed.attr is None:
         raise LayoutError("the tensor type has no encoding attribute; write tensor<SHAPExTYPE, #ttg....>")
     shape = resolve_shape(parsed, shape)
+    options[version.OPTION] = version.normalize(options.get(version.OPTION))
     if parsed.element_type is not None:
         options.setdefault("element_type", parsed.element_type)
     layout = convert(parsed.attr, shape, **options)

@@ -8,8 +8,9 @@ Handles three TTGIR attribute kinds (registered in :mod:`adapters.triton.attr`):
 * ``#ttg.amd_wmma<{version = 2, isTranspose = false, ctaLayout = {register = [[1, 0]], warp = [[0, 1]]},
   instrShape = [16, 16, 32]}>`` -- the accumulator of ``v_wmma`` instructions, wave32 (versions
   1-3: RDNA3, RDNA4, gfx1250). Triton 3.9 writes the warp arrangement as a linear layout
-  ``ctaLayout`` (a batch dim shows as 3-entry bases, or ``rank = 3``); Triton <= 3.8 wrote
-  ``warpsPerCTA`` (and ``tilesPerWarp``), which we turn into the ``ctaLayout`` Triton derives.
+  ``ctaLayout`` (a batch dim shows as 3-entry bases, or ``rank = 3``; Triton >= 3.7, #8946); Triton
+  3.6 wrote ``warpsPerCTA`` (and ``tilesPerWarp``): with ``triton_version="3.6"`` that text gets
+  Triton 3.6's own formulas, with a newer release the ``ctaLayout`` #8946 translates it to.
 * ``#ttg.dot_op<{opIdx = 0|1, parent = #ttg.amd_mfma<...>|#ttg.amd_wmma<...>, kWidth = N}>`` -- the
   A (M x K, opIdx 0) and B (K x N, opIdx 1) operands. ``kWidth`` is the number of consecutive K
   elements a lane holds per instruction, which is where the element width enters (e.g. MFMA f16
@@ -20,8 +21,9 @@ Conventions. Hardware dims are Triton's ``register, lane, warp, block``; logical
 with the linear-layout algebra Triton uses (:class:`~adapters.triton.linear.LL`: ``identity1D``,
 products, and fitting the tile to the tensor), so the bases equal
 ``GluonOpBuilder.to_linear_layout``'s exactly, not only up to equivalence. The formulas are those
-of ``lib/Dialect/TritonGPU/IR/LinearLayoutConversions.cpp`` for Triton 3.9, checked against the
-installed Triton by ``tests/test_triton_amd.py``.
+of ``lib/Dialect/TritonGPU/IR/LinearLayoutConversions.cpp`` for Triton 3.9, with the older releases'
+differences (option ``triton_version``, table in :mod:`adapters.triton`), checked against the
+installed Triton by ``tests/test_triton_amd.py`` (run there with Triton 3.6.0, 3.7.1, 3.8.0, 3.9.0).
 
 The CGA (``block``) arrangement is read by :func:`adapters.triton.cga.cga_bases`
 (``CGALayout = [[...]]`` or the older ``CTAsPerCGA / CTASplitNum / CTAOrder``).
@@ -33,6 +35,7 @@ from typing import Mapping, Sequence
 from verifier.errors import LayoutError, SizeLimitError
 from verifier.layout import Layout
 
+from . import version
 from .attr import Attr, dot_operand_parent, encoding
 from .cga import cga_bases
 from .linear import LL, dim_names, is_pow2
@@ -52,6 +55,15 @@ WMMA_INSTR_SHAPES = {
     3: ((16, 16, 4), (16, 16, 32), (16, 16, 64), (16, 16, 128), (32, 16, 64), (32, 16, 128)),
 }
 WMMA_DEFAULT_INSTR_SHAPE = (16, 16, 16)
+
+
+def wmma_instr_shapes(wmma_version: int, options: Mapping) -> tuple[tuple[int, int, int], ...]:
+    """The instruction shapes Triton's verifier accepts for a WMMA version, in the selected
+    release: the 32x16 gfx1250 shapes came with Triton 3.8 (#10082)."""
+    shapes = WMMA_INSTR_SHAPES[wmma_version]
+    if version.before(options, "3.8"):
+        shapes = tuple(s for s in shapes if s[:2] != (32, 16))
+    return shapes
 #: kWidth values Triton's dot_op verifier allows with a WMMA parent (None: any)
 WMMA_KWIDTHS = {1: (8, 16), 2: (4, 8, 16), 3: None}
 
@@ -93,14 +105,32 @@ def _not_larger(ll: LL, shape: Mapping[str, int]) -> LL:
     return LL.inferred(bases, ll.out_names, require_surjective=False)
 
 
-def _combine_cta_cga(cta: LL, cga: LL, shape: Sequence[int]) -> LL:
+def _not_larger_legacy(ll: LL, shape: Mapping[str, int]) -> LL:
+    """``ensureLayoutNotLargerThan`` before Triton #9221 (Triton <= 3.7): along each dim that is
+    too large, zero the largest bases, one per halving of the size. Same result for injective
+    layouts; a repeated basis (a ``ctaLayout`` repeating a bit) can be left past the tensor's
+    size, and Triton then aborts building the layout."""
+    out = ll.not_larger(shape)
+    for k, vs in out.bases.items():
+        for v in vs:
+            for (name, _), c in zip(out.outs, v):
+                if c >= shape[name]:
+                    raise LayoutError(f"Triton <= 3.7 aborts fitting this layout to the tensor ('Invalid basis {c} "
+                                      f"for in-dim {k!r} and out-dim {name!r}'): a repeated basis is left past the "
+                                      f"size {shape[name]}; Triton >= 3.8 zeroes it")
+    return out
+
+
+def _combine_cta_cga(cta: LL, cga: LL, shape: Sequence[int], legacy_fit: bool = False) -> LL:
     """``combineCtaCgaWithShape``: cut the CGA layout to the tensor, fit the CTA tile to the share of
-    one CTA (repeating over registers in the tile's out-dim order, or broadcasting), put blocks last."""
+    one CTA (repeating over registers in the tile's out-dim order, or broadcasting), put blocks last.
+    ``legacy_fit``: cut as Triton <= 3.7 did (:func:`_not_larger_legacy`)."""
     names = dim_names(len(shape))
     want = dict(zip(names, shape))
     cga = _not_larger(cga, want).transpose_outs(cta.out_names)
     per_cta = {n: max(1, want[n] // cga.out_size(n)) for n in cta.out_names}
-    cta = _not_larger(cta.not_smaller(per_cta), per_cta)
+    fit = _not_larger_legacy if legacy_fit else _not_larger
+    cta = fit(cta.not_smaller(per_cta), per_cta)
     return (cta * cga).transpose_outs(names)
 
 
@@ -275,24 +305,34 @@ def mfma_encoding(attr: Attr, shape, **options) -> Layout:
 class _Wmma:
     """The checked parameters of an ``amd_wmma`` attribute, with its register/warp ``ctaLayout``."""
 
-    def __init__(self, attr: Attr, shape=None):
+    def __init__(self, attr: Attr, shape=None, options: Mapping | None = None):
+        options = options or {}
         check_params(attr, required=("version",), optional=_WMMA_KEYS)
         p = attr.params
         self.attr = attr
+        self.triton = version.of(options)
         self.version = int_param(attr, "version")
         if self.version not in WMMA_INSTR_SHAPES:
             raise _fail(attr, f"version {self.version} is not a WMMA version (1 = RDNA3, 2 = RDNA4, 3 = gfx1250)")
         self.transposed = bool_param(attr, "isTranspose", False)
         instr = tuple(int_list_param(attr, "instrShape", list(WMMA_DEFAULT_INSTR_SHAPE)))
-        if instr not in WMMA_INSTR_SHAPES[self.version]:
-            valid = ", ".join(str(list(s)) for s in WMMA_INSTR_SHAPES[self.version])
-            raise _fail(attr, f"instrShape {list(instr)} is not a WMMA v{self.version} instruction (valid: {valid})")
+        valid_shapes = wmma_instr_shapes(self.version, options)
+        if instr not in valid_shapes:
+            valid = ", ".join(str(list(s)) for s in valid_shapes)
+            raise _fail(attr, f"instrShape {list(instr)} is not a WMMA v{self.version} instruction in Triton "
+                              f"{self.triton} (valid: {valid})")
         self.m, self.n, self.k = instr
+        #: Triton 3.6's warpsPerCTA / tilesPerWarp (None when the text gives ctaLayout)
+        self.warps: list[int] | None = None
+        self.tiles: list[int] | None = None
         if "ctaLayout" in p:
             if "warpsPerCTA" in p or "tilesPerWarp" in p:
                 raise _fail(attr, "give either ctaLayout or warpsPerCTA/tilesPerWarp, not both")
+            if self.triton == "3.6":
+                raise _fail(attr, "Triton 3.6 writes the WMMA warp arrangement as warpsPerCTA (and tilesPerWarp); "
+                                  "ctaLayout came with Triton 3.7 (#8946), and Triton 3.6 aborts on it")
             self.cta, self.rank = self._cta_layout(attr, _rank_of(shape))
-        elif "warpsPerCTA" in p:   # Triton <= 3.8
+        elif "warpsPerCTA" in p:   # Triton 3.6's spelling
             warps = int_list_param(attr, "warpsPerCTA", pow2=True)
             self.rank = len(warps)
             if self.rank not in (2, 3):
@@ -300,10 +340,21 @@ class _Wmma:
             if int_param(attr, "rank", self.rank) != self.rank:
                 raise _fail(attr, f"rank {p['rank']} does not match warpsPerCTA {warps}")
             tiles = int_list_param(attr, "tilesPerWarp", [1] * self.rank, length=self.rank, pow2=True)
+            self.warps, self.tiles = warps, tiles
             self.cta = _wmma_cta_from_warps(self.rank, warps, tiles)
         else:
-            raise _fail(attr, "needs parameter ctaLayout = {warp = [...]} (or warpsPerCTA in Triton <= 3.8)")
+            raise _fail(attr, "needs parameter ctaLayout = {warp = [...]} (or warpsPerCTA in Triton 3.6)")
         cga_bases(attr, self.rank)   # checked now, used per shape
+
+    @property
+    def legacy(self) -> bool:
+        """Compute as Triton 3.6 did (its own warpsPerCTA formulas, before #8946)."""
+        return self.triton == "3.6"
+
+    @property
+    def legacy_fit(self) -> bool:
+        """Cut to the tensor as Triton <= 3.7 did (before #9221)."""
+        return self.triton in ("3.6", "3.7")
 
     @staticmethod
     def _cta_layout(attr: Attr, shape_rank: int | None) -> tuple[LL, int]:
@@ -374,17 +425,51 @@ def _wmma_tile(wm: _Wmma) -> LL:
 
 def _wmma_layout(wm: _Wmma, shape: Sequence[int]) -> LL:
     """``AMDWmmaEncodingAttr::toLinearLayout``: instruction tile x ctaLayout, fitted to the shape."""
+    if wm.legacy:
+        return _wmma_layout_36(wm, shape)
     names = dim_names(wm.rank)
     ll = (_wmma_tile(wm) * wm.cta).transpose_outs([names[d] for d in _matrix_order(wm.rank, True)])
-    return _combine_cta_cga(ll, _cga_layout(wm.attr, wm.rank), shape)
+    return _combine_cta_cga(ll, _cga_layout(wm.attr, wm.rank), shape, legacy_fit=wm.legacy_fit)
+
+
+def _wmma_layout_36(wm: _Wmma, shape: Sequence[int]) -> LL:
+    """Triton 3.6's ``AMDWmmaEncodingAttr::toLinearLayout`` (``warpsPerCTA``/``tilesPerWarp``).
+
+    Along N: ``tilesPerWarp[N]`` registers, ``warpsPerCTA[N]`` warps, then registers for the rest of
+    the tensor's N (computed from the whole shape, before the CGA split); then along M:
+    ``tilesPerWarp[M]`` registers and ``warpsPerCTA[M]`` warps; a batch dim gets its warps last.
+    Triton 3.7 (#8946) instead appends the N repetitions after the M tiles."""
+    rank = wm.rank
+    names = dim_names(rank)
+    m_idx, n_idx = rank - 2, rank - 1
+    dim_m, dim_n = names[m_idx], names[n_idx]
+    tile = _wmma_tile(wm).transpose_outs([dim_n, dim_m] + names[:rank - 2])
+    tile = tile * _id(wm.tiles[n_idx], "register", dim_n) * _id(wm.warps[n_idx], "warp", dim_n)
+    tile = tile * _id(shape[n_idx] // (wm.n * wm.warps[n_idx] * wm.tiles[n_idx]), "register", dim_n)
+    tile = tile * _id(wm.tiles[m_idx], "register", dim_m) * _id(wm.warps[m_idx], "warp", dim_m)
+    if rank == 3:
+        tile = tile * _id(wm.warps[0], "warp", names[0])
+    return _combine_cta_cga(tile, _cga_layout(wm.attr, rank), shape, legacy_fit=True)
+
+
+def _check_wmma_tensor_shape(wm: _Wmma, shape: Sequence[int]) -> None:
+    """Triton <= 3.7 asserts that the tensor's M and N are 1 or at least one instruction's
+    (``Unsupported tensor shape for given wmma layout``); #9825 (Triton 3.8) lifted it."""
+    if wm.triton not in ("3.6", "3.7"):
+        return
+    m, n = shape[-2], shape[-1]
+    if not ((m == 1 or m >= wm.m) and (n == 1 or n >= wm.n)):
+        raise _fail(wm.attr, f"Triton {wm.triton} aborts on a {'x'.join(map(str, shape))} tensor: its M and N must "
+                             f"each be 1 or at least the instruction's {wm.m}x{wm.n} (Triton >= 3.8 accepts it)")
 
 
 @encoding("amd_wmma")
 def wmma_encoding(attr: Attr, shape, **options) -> Layout:
     """``#ttg.amd_wmma<...>`` over a tensor of ``shape`` -> the accumulator layout (wave32)."""
-    wm = _Wmma(attr, shape)
+    wm = _Wmma(attr, shape, options)
     _check_warp_size(attr, options, WMMA_WARP_SIZE)
     shape = _shape(attr, shape, wm.rank)
+    _check_wmma_tensor_shape(wm, shape)
     return _to_layout(_wmma_layout(wm, shape), shape, attr, "amd_wmma")
 
 
@@ -436,7 +521,7 @@ def _mfma_operand_layout(mf: _Mfma, op_idx: int, k_width: int, shape: Sequence[i
 
 
 def _wmma_operand_layout(wm: _Wmma, op_idx: int, k_width: int, shape: Sequence[int]) -> LL:
-    """``wmmaDotOperandToLinearLayout`` (Triton 3.9): the A or B operand of a WMMA (wave32).
+    """``wmmaDotOperandToLinearLayout`` (Triton 3.7-3.9): the A or B operand of a WMMA (wave32).
 
     ``kWidth`` K elements per lane; 16 lanes along the non-K dim; the other half-wave holds the
     next ``kWidth`` K elements (v2, v3) or the same ones again (v1: a broadcast); registers repeat
@@ -454,12 +539,53 @@ def _wmma_operand_layout(wm: _Wmma, op_idx: int, k_width: int, shape: Sequence[i
     depth = WMMA_WARP_SIZE // lanes_nonk
     tile = _id(k_width, "register", dim_k) * _id(lanes_nonk, "lane", dim_nonk)
     tile = tile * (LL.zeros1d(depth, "lane", dim_k) if wm.version == 1 else _id(depth, "lane", dim_k))
-    tile = tile * _id(wm.k // (depth * k_width), "register", dim_k)
+    k_regs = wm.k // (depth * k_width)
+    if wm.triton == "3.7":
+        # Triton 3.7 repeated the registers over the whole tensor's K here, before the ctaLayout's
+        # registers; #10082 (Triton 3.8) stops at the instruction's K and repeats the rest last
+        k_regs = max(shape[names.index(dim_k)], wm.k) // (depth * k_width)
+    tile = tile * _id(k_regs, "register", dim_k)
     if nonk > lanes_nonk:
         tile = tile * _id(nonk // lanes_nonk, "register", dim_nonk)
     cta = _operand_cta_layout(wm.cta, dim_k)
     ll = (tile * cta).transpose_outs([names[d] for d in order])
-    return _combine_cta_cga(ll, _cga_layout(wm.attr, rank, drop_dim=dim_k), shape)
+    # the operand's own CGA layout (K not split) since #9694 (Triton 3.8); before, the accumulator's
+    cga = _cga_layout(wm.attr, rank, drop_dim=dim_k if wm.triton not in ("3.6", "3.7") else None)
+    return _combine_cta_cga(ll, cga, shape, legacy_fit=wm.legacy_fit)
+
+
+def _wmma_operand_layout_36(wm: _Wmma, op_idx: int, k_width: int, shape: Sequence[int]) -> LL:
+    """Triton 3.6's ``wmmaDotOperandToLinearLayout`` (``warpsPerCTA``/``tilesPerWarp``).
+
+    ``kWidth`` K registers, 16 lanes along the non-K dim, the other half-wave along K (v2, v3) or
+    a broadcast (v1); then registers along K up to the instruction's K -- or, when
+    ``tilesPerWarp`` along the non-K dim is above 1, over the whole tensor's K followed by those
+    tiles. Warps follow ``warpsPerCTA`` with K broadcast; the CGA layout is the accumulator's.
+    ``isTranspose`` plays no part (Triton 3.7 swapped the operands' M/N for it)."""
+    rank = wm.rank
+    names = dim_names(rank)
+    order = _operand_order(op_idx, rank)
+    dim_k, dim_nonk = names[order[0]], names[order[1]]
+    k_idx, nonk_idx = (rank - 1, rank - 2) if op_idx == 0 else (rank - 2, rank - 1)
+    nonk = wm.m if op_idx == 0 else wm.n
+    depth = WMMA_WARP_SIZE // nonk
+    tile = _id(k_width, "register", dim_k) * _id(nonk, "lane", dim_nonk)
+    tile = tile * (LL.zeros1d(depth, "lane", dim_k) if wm.version == 1 else _id(depth, "lane", dim_k))
+    k_tile = depth * k_width
+    if wm.tiles[nonk_idx] > 1:
+        tile = tile * _id(max(shape[k_idx], wm.k) // k_tile, "register", dim_k)
+        tile = tile * _id(wm.tiles[nonk_idx], "register", dim_nonk)
+    else:
+        tile = tile * _id(wm.k // k_tile, "register", dim_k)
+    if rank == 3:
+        tile = tile * _id(1, "register", names[order[2]]) * _id(1, "lane", names[order[2]])
+    rep_names = [names[d] for d in order]
+    warps = LL.empty()
+    for d in _matrix_order(rank, True):
+        warps = warps * (LL.zeros1d(wm.warps[d], "warp", names[d]) if d == k_idx
+                         else _id(wm.warps[d], "warp", names[d]))
+    ll = tile.transpose_outs(rep_names) * warps.transpose_outs(rep_names)
+    return _combine_cta_cga(ll, _cga_layout(wm.attr, rank), shape, legacy_fit=True)
 
 
 def _operand_cta_layout(cta: LL, dim_k: str) -> LL:
@@ -483,14 +609,19 @@ def amd_dot_operand(dot: Attr, parent: Attr, shape, **options) -> Layout:
         shape = _shape(dot, shape, mf.rank)
         ll = _mfma_operand_layout(mf, op_idx, k_width, shape)
     elif parent.kind == "amd_wmma":
-        wm = _Wmma(parent, shape)
+        wm = _Wmma(parent, shape, options)
         _check_warp_size(dot, options, WMMA_WARP_SIZE)
         allowed = WMMA_KWIDTHS[wm.version]
+        if wm.version == 3 and wm.triton == "3.6":
+            allowed = (2, 8, 16)   # Triton 3.6's verifier; #8783 (Triton 3.7) allows any kWidth
         if allowed is not None and k_width not in allowed:
             raise _fail(dot, f"kWidth {k_width} with a WMMA v{wm.version} parent must be "
                              f"{' or '.join(map(str, allowed))}")
         shape = _shape(dot, shape, wm.rank)
-        ll = _wmma_operand_layout(wm, op_idx, k_width, shape)
+        if wm.legacy:
+            ll = _wmma_operand_layout_36(wm, op_idx, k_width, shape)
+        else:
+            ll = _wmma_operand_layout(wm, op_idx, k_width, shape)
     else:
         raise _fail(dot, f"parent {describe(parent)} is not an AMD encoding")
     return _to_layout(ll, shape, dot, f"dot_op{op_idx}<{parent.kind}>")

@@ -3,7 +3,7 @@
 A layout's CGA part says which piece of the tensor each CTA (``block``) of a cluster holds. It is
 written two ways:
 
-* Triton >= 3.6-ish: ``CGALayout = [[1, 0], [0, 0]]``: the F2 bases of ``block``, in units of
+* Triton >= 3.6 (#8770, all supported releases): ``CGALayout = [[1, 0], [0, 0]]``: the F2 bases of ``block``, in units of
   one CTA's tile (``[1, 0]``: block 1 holds the next tile along dim0; ``[0, 0]``: broadcast).
   Absent means a single CTA.
 * older: ``CTAsPerCGA = [2, 1], CTASplitNum = [2, 1], CTAOrder = [1, 0]``: per dim, ``CTAsPerCGA``

@@ -21,6 +21,7 @@ from typing import Mapping, Sequence
 from verifier.errors import LayoutError, SizeLimitError, UnsupportedError
 from verifier.layout import Layout
 
+from . import version
 from .attr import DOT_OPERAND_PARENTS, ENCODINGS, Attr, dot_operand_parent, encoding
 from .parser import (attr_param, bases_param, check_params, describe, int_list_param, int_param)
 
@@ -363,8 +364,12 @@ def ll_encoding(*kinds: str):
 # ---------------------------------------------------------------------------------------------
 # #ttg.linear
 # ---------------------------------------------------------------------------------------------
-def linear_attr_ll(attr: Attr) -> LL:
-    """The layout written in a ``#ttg.linear`` attribute, sizes inferred (natural shape)."""
+def linear_attr_ll(attr: Attr, options: Mapping | None = None) -> LL:
+    """The layout written in a ``#ttg.linear`` attribute, sizes inferred (natural shape).
+
+    Triton >= 3.7 also requires it to be a bijection once its zero (broadcast) bases are removed,
+    i.e. no non-zero basis repeated (``LinearEncodingAttr::verify``, #9215); Triton 3.6 accepted
+    repeated bases."""
     check_params(attr, required=REGISTER_DIMS)
     raw = {k: bases_param(attr, k) for k in REGISTER_DIMS}
     for k, vs in raw.items():
@@ -382,7 +387,17 @@ def linear_attr_ll(attr: Attr) -> LL:
             if sum(1 for c in v if c) > 1:
                 raise LayoutError(f"{describe(attr)}: basis {v} of {k} moves in more than one dimension; "
                                   f"in a distributed layout each basis moves in at most one")
-    return LL.inferred(raw, dim_names(rank), what=describe(attr))
+    ll = LL.inferred(raw, dim_names(rank), what=describe(attr))
+    if version.at_least(options or {}, "3.7"):
+        seen: dict[tuple[int, ...], str] = {}
+        for k, vs in raw.items():
+            for v in vs:
+                if any(v) and tuple(v) in seen:
+                    raise LayoutError(f"{describe(attr)}: basis {v} appears twice ({seen[tuple(v)]} and {k}); "
+                                      f"Triton >= 3.7 requires the layout to be a bijection once its zero bases "
+                                      f"are removed (Triton 3.6 accepted repeated bases)")
+                seen.setdefault(tuple(v), k)
+    return ll
 
 
 @ll_encoding("linear")
@@ -391,7 +406,7 @@ def linear_ll(attr: Attr, shape=None, **options) -> LL:
 
     Registers repeat (or are dropped) in the layout's own order: the dims in order of first
     appearance in the register bases, then the rest from the last dim to the first."""
-    ll = linear_attr_ll(attr)
+    ll = linear_attr_ll(attr, options)
     rank = len(ll.outs)
     check_warp_size(attr, ll.in_size("lane"), options)
     if shape is None:
@@ -407,7 +422,21 @@ def linear_ll(attr: Attr, shape=None, **options) -> LL:
     want = dict(zip(names, shape))
     ll = ll.transpose_outs([names[d] for d in order])
     ll = ll.not_smaller(want).not_larger(want, broadcast_registers=False)
+    _check_fits(attr, ll, want)
     return ll.transpose_outs(names)
+
+
+def _check_fits(attr: Attr, ll: LL, want: Mapping[str, int]) -> None:
+    """Triton builds the fitted layout with the tensor's sizes and aborts when a basis lies
+    outside them. Only a layout with repeated bases (accepted by Triton 3.6 alone) can get here:
+    shrinking a dim then zeroes just as many bases as halve its size, and a repeat stays."""
+    for k, vs in ll.bases.items():
+        for v in vs:
+            for (name, _), c in zip(ll.outs, v):
+                if c >= want[name]:
+                    raise LayoutError(f"{describe(attr)}: Triton aborts fitting it to the tensor ('Invalid basis "
+                                      f"{c} for in-dim {k!r} and out-dim {name!r}'): a repeated basis is left "
+                                      f"outside the tensor's size {want[name]}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -437,8 +466,8 @@ def blocked_ll(attr: Attr, shape, **options) -> LL:
     tile ``threadsPerWarp``, warps tile ``warpsPerCTA``, all walking dims in ``order`` (most minor
     first); CTAs tile by the CGA layout; the tile repeats in registers over larger tensors and
     broadcasts over smaller ones. Registers that would only broadcast (``sizePerThread`` larger
-    than the tensor) are dropped, as Triton 3.9 does for blocked layouts (it keeps them, as zero
-    bases, for MMA layouts; both checked against its output)."""
+    than the tensor) stay as zero register bases in Triton 3.6-3.8; Triton 3.9 drops them for
+    blocked layouts (#11541; it keeps them for MMA layouts). Both checked against Triton's output."""
     from .cga import cga_bases, combine_cta_cga
     spt, tpw, wpc, order = blocked_params(attr, options)
     rank = len(spt)
@@ -446,7 +475,8 @@ def blocked_ll(attr: Attr, shape, **options) -> LL:
     shape = need_shape(attr, shape, rank)
     cta = (LL.standard_nd("register", spt, order) * LL.standard_nd("lane", tpw, order)
            * LL.standard_nd("warp", wpc, order))
-    return combine_cta_cga(cta, cga, shape).drop_zero_registers()
+    ll = combine_cta_cga(cta, cga, shape)
+    return ll.drop_zero_registers() if version.at_least(options, "3.9") else ll
 
 
 # ---------------------------------------------------------------------------------------------
@@ -465,6 +495,7 @@ def slice_ll(attr: Attr, shape, **options) -> LL:
     if dim > len(shape):
         raise LayoutError(f"{describe(attr)}: dim = {dim} is past the parent's rank {len(shape) + 1}")
     shape = need_shape(attr, shape)
+    _check_slice_of_linear(attr, options)
     parent_shape = shape[:dim] + (1,) + shape[dim:]
     pll = linear_of(parent, parent_shape, **options)
     if len(pll.outs) != len(parent_shape):
@@ -480,6 +511,41 @@ def slice_ll(attr: Attr, shape, **options) -> LL:
             new = [v for v in new if any(v)]
         bases[k] = new
     return LL.inferred(bases, dim_names(len(shape)), require_surjective=False)
+
+
+def _check_slice_of_linear(attr: Attr, options: Mapping) -> None:
+    """Triton 3.6 and 3.7 abort on some slices of a ``#ttg.linear``: checking the slice, they
+    derive the linear parent's CTA (CGA) layout (``linearToCTAEncodingAttr``), which builds the
+    per-CTA part with per-CTA sizes, so every register/lane/warp basis must lie below
+    ``size / 2**(block bases along that dim)`` (the block bases must be each dim's top bits).
+    Triton 3.6 does that for every slice (``SliceEncodingAttr::verify`` calls ``getCTALayout`` on
+    the parent; #8922 changed it to ``getRank``, Triton 3.7); Triton 3.7 still does it when a
+    slice's parent is itself a slice (the default ``getRank`` goes through the CGA layout; #9557
+    gave slices their own ``getRank``, Triton 3.8)."""
+    if version.at_least(options, "3.8"):
+        return
+    depth, root = 1, attr_param(attr, "parent")
+    while root.kind == "slice" and isinstance(root.params.get("parent"), Attr):
+        depth, root = depth + 1, root.params["parent"]
+    if root.kind != "linear" or (version.of(options) == "3.7" and depth < 2):
+        return
+    ll = linear_attr_ll(root, options)
+    split = [1] * len(ll.outs)
+    for v in ll.bases.get("block", []):
+        for d, c in enumerate(v):
+            if c:
+                split[d] *= 2
+    for k in ("register", "lane", "warp"):
+        for v in ll.bases.get(k, []):
+            for d, ((name, size), c) in enumerate(zip(ll.outs, v)):
+                if c >= size // split[d]:
+                    why = ("checks every slice's parent" if version.of(options) == "3.6"
+                           else "checks the parent of a slice of a slice")
+                    raise LayoutError(
+                        f"{describe(attr)}: Triton {version.of(options)} aborts on this ('Invalid basis {c} for "
+                        f"in-dim {k!r} and out-dim {name!r}'): it {why} by deriving the #ttg.linear's CTA "
+                        f"layout, which needs its block bases to be the top bits of each dim; Triton >= 3.8 "
+                        f"accepts it")
 
 
 # ---------------------------------------------------------------------------------------------

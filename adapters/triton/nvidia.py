@@ -24,6 +24,7 @@ from typing import Sequence
 from verifier.errors import LayoutError, UnsupportedError
 from verifier.layout import Layout
 
+from . import version
 from .attr import Attr, dot_operand_parent
 from .cga import combine_cta_cga
 from .linear import (CGA_PARAMS, LL, broadcast_along, check_warp_size, dim_names, dot_cga_bases, ll_encoding,
@@ -127,6 +128,8 @@ def mma_dot_ll(dot: Attr, parent: Attr, shape, **options) -> LL:
     shape = need_shape(dot, shape, rank)
     tile = [1] * rank
     instr_m = instr[rank - 2]
+    if version.before(options, "3.8"):
+        instr_m = 16   # Triton <= 3.7: a 16-row tile whatever the instrShape (#10060, Triton 3.8)
     k_tile = (4 if instr_m == 8 else 8) * k_width  # m8n8k4 (fp64) has half the K of m16n8k16
     if op == 0:   # M of the instruction x K
         tile[-2], tile[-1] = instr_m, k_tile

@@ -32,7 +32,8 @@ Encodings (TTGIR spellings, parameters as Triton prints them):
     offsets' coordinates (two holders per element), so the map stays F2-linear.
     ``swizzlingByteWidth = 0`` is unswizzled: TMA boxes with the contiguous dim fastest (row-major,
     or ``dim0`` first when transposed; rank > 2 transposed is refused: Triton 3.9 makes it
-    non-injective).
+    non-injective). Triton <= 3.7 ignored ``transposed`` when unswizzled (row-major boxes);
+    ``triton_version="3.6"``/``"3.7"`` reproduce that (Triton #10453 changed it in 3.8).
 ``#ttg.amd_rotating_shared<{vec, perPhase, maxPhase, order[, CGALayout]}>``
     Swizzled, with the phase also XOR-ed with the block number ``(r // (perPhase*maxPhase)) % maxPhase``.
 ``#ttg.shared_linear<{offset = [[...]], block = [[...]]}, alignment = N>``
@@ -72,6 +73,7 @@ from verifier import expr as E
 from verifier.errors import LayoutError, NotInvertibleError, SizeLimitError, UnsupportedError
 from verifier.layout import Layout
 
+from . import version
 from .attr import Attr, encoding
 from .cga import cga_bases
 
@@ -604,6 +606,9 @@ def nvmma_shared_layout(attr: Attr, shape=None, **options) -> Layout:
     if rank == 1 and swizzle:
         raise LayoutError(f"#{attr.kind}: a swizzled ({swizzle}-byte) layout needs rank >= 2")
     tma = tma_block_shape(spc, bits, swizzle, fp4, transposed)
+    if swizzle == 0 and transposed and version.before(options, "3.8"):
+        # Triton <= 3.7 ignored ``transposed`` here: row-major boxes (fixed by #10453, Triton 3.8)
+        transposed = False
     if swizzle == 0:
         # Unswizzled: plain TMA boxes, the contiguous dim fastest (dim0 when transposed).
         if transposed and rank > 2:

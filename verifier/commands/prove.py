@@ -19,7 +19,7 @@ from adapters import parse_shape, parse_spec
 
 from ..compare import METHODS, compare
 from ..errors import LayoutError
-from .common import layout_options
+from .common import add_triton_version_option, spec_options
 
 EXIT = {"equal": 0, "equal_up_to_register_order": 0, "not_equal": 1, "different_tensors": 1, "unknown": 3}
 
@@ -39,6 +39,7 @@ def register(sub) -> None:
     p.add_argument("--shape-b", help="logical shape for B when it differs from --shape")
     p.add_argument("--warp-size", type=int, default=None,
                    help="threads per warp where the text does not fix it (32 NVIDIA, 64 AMD wave64)")
+    add_triton_version_option(p)
     p.add_argument("--method", choices=METHODS, default="auto",
                    help="auto (F2 when both are F2-linear, else z3), f2, z3 or table (explicit evaluation)")
     p.add_argument("--timeout-ms", type=int, default=10_000, help="time limit per solver query (default 10000)")
@@ -55,11 +56,10 @@ def run(args) -> int:
         raise LayoutError("--timeout-ms must be positive")
     if args.window < 1:
         raise LayoutError("--window must be positive")
-    opts = layout_options(args)
     shape_a = parse_shape(args.shape)
     shape_b = parse_shape(args.shape_b) if args.shape_b else shape_a
-    a = parse_spec(args.a, shape=shape_a, **opts)
-    b = parse_spec(args.b, shape=shape_b, **opts)
+    a = parse_spec(args.a, shape=shape_a, **spec_options(args.a, args))
+    b = parse_spec(args.b, shape=shape_b, **spec_options(args.b, args))
     res = compare(a, b, method=args.method, timeout_ms=args.timeout_ms, smt2=args.emit_smt2)
     code = EXIT[res.verdict]
     if res.verdict == "equal_up_to_register_order" and args.strict:

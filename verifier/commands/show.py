@@ -28,7 +28,7 @@ def register(sub) -> None:
 def run(args) -> int:
     fw, text = split_spec(args.spec)
     shape = parse_shape(args.shape)
-    opts = layout_options(args)
+    opts = layout_options(args, fw)
     mod = adapter(fw)
     ours = mod.parse(text, shape=shape, **opts)
     native = None
@@ -68,7 +68,15 @@ def run(args) -> int:
             print(f"native {fw}: rejected the input: {native_error}")
         if native is not None:
             print()
-            print(f"native {fw}:")
+            installed = ""
+            if fw == "triton":
+                from importlib import metadata
+                try:
+                    installed = f" (installed Triton {metadata.version('triton')}"
+                    installed += f"; ours read with {opts['triton_version']} semantics)" if "triton_version" in opts else ")"
+                except metadata.PackageNotFoundError:
+                    installed = ""
+            print(f"native {fw}{installed}:")
             print(native.describe())
             print()
             print("agree: yes (identical normal form)" if agree else "agree: NO: the native layout differs from ours")
