@@ -36,6 +36,11 @@ def goldens(tmp_path_factory):
     import importlib
     import subprocess
 
+    from adapters.triton.version import installed
+    if installed() == "3.6":
+        pytest.skip("the sweep includes shared layouts, and Triton 3.6's to_linear_layout converts only "
+                    "distributed ones, so a --native snapshot of it cannot be made under 3.6")
+
     N = importlib.import_module("adapters.triton.native")   # the module (adapters.triton.native is also a function)
     d = tmp_path_factory.mktemp("golden")
     corpus = d / "c.toml"
