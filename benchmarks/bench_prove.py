@@ -51,7 +51,6 @@ def f2_recipe(rng, side_bits):
     total = side_bits + extra
     lane = 5
     reg = min(rng.randint(0, 4), total - lane)
-    warp = total - lane - reg
     vecs = list(unit)
     for _ in range(extra):
         vecs.insert(rng.randrange(len(vecs) + 1), (0, 0))
@@ -199,7 +198,6 @@ def build_corpus(n_pairs: int, seed: int):
             side_bits = rng.choice([8, 10, 12, 14, 16])
             bases, shape = f2_recipe(rng, side_bits)
             other = f2_near_miss(rng, bases, shape) if near else bases
-            size = f"{shape[0]}x{shape[1]}"
             form = rng.random()
             if form < 0.7:
                 mk = (lambda b=bases, o=other, s=shape: (Layout.from_bases(b, s), Layout.from_bases(o, s)))

@@ -16,6 +16,7 @@ from verifier import expr as E
 from verifier.compare import compare, Result
 from verifier.errors import LayoutError, UnsupportedError
 from verifier.layout import Layout
+from layout_forms import digits_form, lookup_form
 
 pytest.importorskip("z3")
 
@@ -83,7 +84,6 @@ def check_witness(a, b, res: Result):
 def random_f2(rng, reg_bits, lane_bits, warp_bits, shape_bits, *, zeros=0.0, swizzle=0.0):
     """A random F2 layout: the hardware bits map to a shuffled set of logical bits, some made
     zero (replication), some XOR-combined with another (swizzle)."""
-    ntotal = sum(shape_bits)
     unit = []
     for d, nb in enumerate(shape_bits):
         for k in range(nb):
@@ -107,32 +107,11 @@ def random_f2(rng, reg_bits, lane_bits, warp_bits, shape_bits, *, zeros=0.0, swi
     return Layout.from_bases(bases, [1 << b for b in shape_bits])
 
 
-def xor_of_digits(lay):
-    """The same F2 map written with ``(x // 2**i) % 2 * c`` digits instead of declared bases."""
-    b = lay.f2_bases()
-    acc = [E.Const(0)] * len(lay.out_sizes)
-    for n, vecs in b.items():
-        for i, v in enumerate(vecs):
-            digit = (E.Var(n) // (1 << i)) % 2
-            acc = [x ^ (digit * c) if c else x for x, c in zip(acc, v)]
-    return Layout(lay.in_dims, lay.out_dims, acc)
-
-
-def lookup_form(lay):
-    """The same map as an explicit table indexed by the flat hardware index (a Lookup)."""
-    flat, stride = E.Const(0), 1
-    for n, s in lay.in_dims:
-        flat = flat + E.Var(n) * stride
-        stride *= s
-    t = lay.table()
-    return Layout(lay.in_dims, lay.out_dims, [E.Lookup(flat, t[:, d].copy()) for d in range(t.shape[1])])
-
-
 def variants(rng, lay):
     """(name, layout) pairs derived from an F2 layout: equal forms and near misses."""
     b = lay.f2_bases()
     out = [("from_table", Layout.from_table(lay.in_dims, lay.out_dims, lay.table())),
-           ("expr_digits", xor_of_digits(lay)), ("lookup", lookup_form(lay))]
+           ("expr_digits", digits_form(lay)), ("lookup", lookup_form(lay))]
     regs = b["register"]
     if len(regs) >= 2:
         i, j = rng.sample(range(len(regs)), 2)
@@ -167,7 +146,6 @@ def f2_pairs():
     pairs = []
     for k in range(24):
         shape_bits = rng.choice([(3, 3), (4, 4), (2, 5), (4, 3), (5, 5)])
-        tot = sum(shape_bits)
         reg = rng.randint(0, 4)
         lane = rng.randint(1, 5)
         warp = rng.randint(0, 2)

@@ -26,6 +26,7 @@ import pytest
 from verifier import expr as E
 from verifier.compare import compare
 from verifier.layout import Layout
+from layout_forms import digits_form, lookup_form
 
 pytest.importorskip("z3")
 
@@ -120,25 +121,6 @@ def random_bases(rng):
             vecs.append(tuple(0 for _ in shape_bits))
     bases = {"register": vecs[:reg], "lane": vecs[reg:reg + lane], "warp": vecs[reg + lane:]}
     return bases, [1 << b for b in shape_bits]
-
-
-def digits_form(lay):
-    """The map as ``(x // 2**i) % 2 * c`` digits, XORed: not written as bases."""
-    acc = [E.Const(0)] * len(lay.out_sizes)
-    for n, vecs in lay.f2_bases().items():
-        for i, v in enumerate(vecs):
-            digit = (E.Var(n) // (1 << i)) % 2
-            acc = [x ^ (digit * c) if c else x for x, c in zip(acc, v)]
-    return Layout(lay.in_dims, lay.out_dims, acc)
-
-
-def lookup_form(lay):
-    flat, stride = E.Const(0), 1
-    for n, s in lay.in_dims:
-        flat = flat + E.Var(n) * stride
-        stride *= s
-    t = lay.table()
-    return Layout(lay.in_dims, lay.out_dims, [E.Lookup(flat, t[:, d].copy()) for d in range(t.shape[1])])
 
 
 def f2_mutants(rng, bases, shape):
@@ -270,7 +252,6 @@ def mode_mutants(rng, in_dims, shape, modes):
 def mixed_radix_expr(in_dims, shape, modes):
     """The same map with each digit written as ``x % (p*s) // p`` (not how from_modes writes it)."""
     acc = [E.Const(0), E.Const(0)]
-    sizes = dict(in_dims)
     for n, ms in modes.items():
         p = 1
         for s, st in ms:

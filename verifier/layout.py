@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import cached_property
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -222,9 +222,11 @@ class Layout:
         return cls(in_dims, out_dims, acc, name=name)
 
     @classmethod
-    def from_table(cls, in_dims, out_dims, table, *, name=None) -> "Layout":
+    def from_table(cls, in_dims, out_dims, table, *, name=None, detect_f2: bool = True) -> "Layout":
         """A layout given by its table: row ``k`` holds the logical coordinates of flat hardware
-        index ``k`` (first hardware dim fastest). An F2-linear table becomes an F2 layout."""
+        index ``k`` (first hardware dim fastest). An F2-linear table becomes an F2 layout unless
+        ``detect_f2`` is false, which keeps the explicit ``Lookup`` form (tests use it to exercise
+        the non-F2 paths on F2 maps)."""
         in_dims = _norm_dims(in_dims, "hardware")
         if out_dims and isinstance(next(iter(out_dims)), (int, np.integer)):
             out_dims = logical_dims(out_dims)
@@ -238,7 +240,7 @@ class Layout:
         for d, (dn, ds) in enumerate(out_dims):
             if n and (t[:, d].min() < 0 or t[:, d].max() >= ds):
                 raise LayoutError(f"table entries for {dn!r} fall outside [0, {ds})")
-        if all(is_pow2(s) for _, s in in_dims + out_dims):
+        if detect_f2 and all(is_pow2(s) for _, s in in_dims + out_dims):
             bases = _bases_from_table(in_dims, t)
             if np.array_equal(_table_from_bases(in_dims, bases, len(out_dims)), t):
                 return cls.from_bases(bases, out_dims, name=name)
@@ -409,8 +411,8 @@ class Layout:
 
     def describe(self) -> str:
         """Several lines: dims, F2 bases or the symbolic map, fingerprint."""
-        lines = [f"hardware: " + ", ".join(f"{n}={s}" for n, s in self.in_dims),
-                 f"logical:  " + ", ".join(f"{n}={s}" for n, s in self.out_dims)]
+        lines = ["hardware: " + ", ".join(f"{n}={s}" for n, s in self.in_dims),
+                 "logical:  " + ", ".join(f"{n}={s}" for n, s in self.out_dims)]
         f2 = self.f2_bases()
         if f2 is not None:
             lines.append("F2-linear: yes; bases (L(2^i), coordinates dim0 first):")

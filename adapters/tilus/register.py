@@ -395,7 +395,7 @@ def unsqueeze(layout: RegisterModes, dims: Sequence[int]) -> RegisterModes:
         raise LayoutError(f"dims {list(dims)} must be in range [0, {n})")
     if len(set(dims)) != len(dims):
         raise LayoutError(f"dims {list(dims)} must be distinct")
-    new_of_old, k = [], 0
+    new_of_old = []
     for i in range(n):
         if i not in dims:
             new_of_old.append(i)
