@@ -1,4 +1,4 @@
-"""Framework adapters: each turns one framework's layout text into a canonical :class:`~verifier.Layout`.
+"""Framework adapters: each turns one framework's layout text into a canonical :class:`~layoutverify.Layout`.
 
 A *layout spec* is ``FRAMEWORK:TEXT`` (``triton:#ttg.blocked<...>``, ``cute:(4,8):(8,1)``,
 ``tilus:local(2,1).spatial(8,4)``, ``iree:#iree_vector_ext.nested_layout<...>``,
@@ -6,7 +6,7 @@ A *layout spec* is ``FRAMEWORK:TEXT`` (``triton:#ttg.blocked<...>``, ``cute:(4,8
 the text. ``@PATH`` as TEXT reads the text from a file.
 
 Every adapter module exposes ``parse(text, shape=None, **options) -> Layout`` and raises only
-:class:`~verifier.errors.LayoutError` subclasses on bad input.
+:class:`~layoutverify.core.errors.LayoutError` subclasses on bad input.
 """
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ import importlib
 import re
 from pathlib import Path
 
-from verifier.errors import LayoutError
+from layoutverify.core.errors import LayoutError
 
 #: framework name -> module implementing ``parse``
 FRAMEWORKS = {
-    "triton": "adapters.triton",
-    "cute": "adapters.cute",
-    "tilus": "adapters.tilus",
-    "iree": "adapters.iree",
-    "ptx": "adapters.ptx",
-    "amd": "adapters.amd",
+    "triton": "layoutverify.adapters.triton",
+    "cute": "layoutverify.adapters.cute",
+    "tilus": "layoutverify.adapters.tilus",
+    "iree": "layoutverify.adapters.iree",
+    "ptx": "layoutverify.adapters.ptx",
+    "amd": "layoutverify.adapters.amd",
 }
 
 MAX_TEXT = 1 << 20

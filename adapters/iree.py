@@ -51,9 +51,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verifier import expr as E
-from verifier.errors import LayoutError, NativeError, ParseError, SizeLimitError, UnsupportedError
-from verifier.layout import MAX_TABLE_LOCATIONS, Layout, logical_dims
+from layoutverify.core import expr as E
+from layoutverify.core.errors import LayoutError, NativeError, ParseError, SizeLimitError, UnsupportedError
+from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout, logical_dims
 
 FIELDS = ("subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_tile",
           "subgroup_strides", "thread_strides")

@@ -34,9 +34,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from verifier import expr as E  # noqa: E402
-from verifier.compare import compare  # noqa: E402
-from verifier.layout import Layout  # noqa: E402
+from layoutverify.core import expr as E  # noqa: E402
+from layoutverify.core.compare import compare  # noqa: E402
+from layoutverify.core.layout import Layout  # noqa: E402
 
 
 # -- corpus -----------------------------------------------------------------------------------

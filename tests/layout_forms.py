@@ -6,8 +6,8 @@ the table form is an explicit ``Lookup`` (never F2-detected, so proofs go throug
 """
 from __future__ import annotations
 
-from verifier import Layout
-from verifier import expr as E
+from layoutverify import Layout
+from layoutverify.core import expr as E
 
 
 def digits_form(lay: Layout) -> Layout:

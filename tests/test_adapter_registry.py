@@ -7,13 +7,13 @@ import pkgutil
 
 import pytest
 
-import adapters
-from verifier.errors import LayoutError
+import layoutverify.adapters
+from layoutverify.core.errors import LayoutError
 
 
-@pytest.mark.parametrize("framework", sorted(adapters.FRAMEWORKS))
+@pytest.mark.parametrize("framework", sorted(layoutverify.adapters.FRAMEWORKS))
 def test_entry_points_survive_importing_every_submodule(framework):
-    mod = adapters.adapter(framework)
+    mod = layoutverify.adapters.adapter(framework)
     if hasattr(mod, "__path__"):
         for info in pkgutil.walk_packages(mod.__path__, mod.__name__ + "."):
             importlib.import_module(info.name)
@@ -39,20 +39,20 @@ def test_entry_points_survive_importing_every_submodule(framework):
     ("gfx942.v_mfma_f32_16x16x16_f16.C", "amd"),
 ])
 def test_framework_is_guessed_from_text(text, framework):
-    assert adapters.guess_framework(text) == framework
-    assert adapters.split_spec(text)[0] == framework
+    assert layoutverify.adapters.guess_framework(text) == framework
+    assert layoutverify.adapters.split_spec(text)[0] == framework
 
 
 def test_prefix_wins_and_unknown_text_is_a_clear_error(tmp_path):
-    assert adapters.split_spec("cute:(4,8):(8,1)") == ("cute", "(4,8):(8,1)")
+    assert layoutverify.adapters.split_spec("cute:(4,8):(8,1)") == ("cute", "(4,8):(8,1)")
     with pytest.raises(LayoutError, match="cannot tell which framework"):
-        adapters.split_spec("hello world")
+        layoutverify.adapters.split_spec("hello world")
     with pytest.raises(LayoutError, match="cannot read layout text"):
-        adapters.split_spec("triton:@" + str(tmp_path / "missing.mlir"))
+        layoutverify.adapters.split_spec("triton:@" + str(tmp_path / "missing.mlir"))
     f = tmp_path / "l.txt"
     f.write_text("(4,8):(8,1)\n")
-    assert adapters.split_spec(f"cute:@{f}") == ("cute", "(4,8):(8,1)")
+    assert layoutverify.adapters.split_spec(f"cute:@{f}") == ("cute", "(4,8):(8,1)")
     for bad in ("", "x", "0x0", "4x-1", "a,b", "1x" * 9 + "1"):
         with pytest.raises(LayoutError):
-            adapters.parse_shape(bad)
-    assert adapters.parse_shape("[64, 32]") == (64, 32) == adapters.parse_shape("64x32")
+            layoutverify.adapters.parse_shape(bad)
+    assert layoutverify.adapters.parse_shape("[64, 32]") == (64, 32) == layoutverify.adapters.parse_shape("64x32")

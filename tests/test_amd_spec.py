@@ -21,11 +21,11 @@ import textwrap
 import numpy as np
 import pytest
 
-import adapters
-import adapters.amd as amd
-from adapters.amd import cdna, rdna
-from verifier.errors import LayoutError, ParseError, UnsupportedError
-from verifier.layout import Layout
+import layoutverify.adapters
+import layoutverify.adapters.amd as amd
+from layoutverify.adapters.amd import cdna, rdna
+from layoutverify.core.errors import LayoutError, ParseError, UnsupportedError
+from layoutverify.core.layout import Layout
 
 ALL = amd.list_fragments()
 
@@ -256,7 +256,7 @@ def test_spot_values(name, register, lane, expect):
 ])
 def test_accepted_spellings(text, same_as):
     assert amd.fragment(text).name == amd.fragment(same_as).name
-    assert np.array_equal(adapters.parse_spec("amd:" + text).table(), amd.parse(same_as).table())
+    assert np.array_equal(layoutverify.adapters.parse_spec("amd:" + text).table(), amd.parse(same_as).table())
 
 
 def test_same_layout_across_cdna_spellings():
@@ -405,7 +405,7 @@ def _triton_layout(res, lanes: int) -> Layout:
 
 @pytest.mark.parametrize("index", range(len(TRITON_CASES)), ids=[c[0] for c in TRITON_CASES])
 def test_agrees_with_triton(triton_layouts, index):
-    from verifier.compare import compare
+    from layoutverify.core.compare import compare
     name, case = TRITON_CASES[index]
     ours = amd.parse(name)
     theirs = _triton_layout(triton_layouts[index], ours.in_size("lane"))
@@ -416,7 +416,7 @@ def test_agrees_with_triton(triton_layouts, index):
 
 
 def test_known_difference_rdna4_16bit_kwidth8(triton_layouts):
-    from verifier.compare import compare
+    from layoutverify.core.compare import compare
     base = len(TRITON_CASES)
     perm = np.arange(16)
     perm = (perm & 3) | ((perm >> 2 & 1) << 3) | ((perm >> 3 & 1) << 2)   # swap K bits 2 and 3

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from verifier import atlas as A
-from verifier.cli import main
+from layoutverify.apps import atlas as A
+from layoutverify.apps.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 ATLAS = ROOT / "corpora" / "atlas"

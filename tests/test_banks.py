@@ -1,4 +1,4 @@
-"""Shared-memory bank model (verifier/banks.py).
+"""Shared-memory bank model (verifier/core/banks.py).
 
 Expected values are derived by hand from the hardware rules (32 banks of 4-byte words; a
 wavefront serves one word per bank; same word = broadcast; 8-byte accesses in half-warp phases,
@@ -17,9 +17,9 @@ import sys
 import numpy as np
 import pytest
 
-from verifier.banks import bank_conflicts
-from verifier.errors import LayoutError
-from verifier.layout import Layout
+from layoutverify.core.banks import bank_conflicts
+from layoutverify.core.errors import LayoutError
+from layoutverify.core.layout import Layout
 
 ROWS = [[1, 0], [2, 0], [4, 0], [8, 0], [16, 0]]
 COLS = [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16]]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.cli import main
+from layoutverify.apps.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -228,7 +228,7 @@ def test_markdown_appends_to_github_step_summary(capsys, corpora, tmp_path, monk
 
 
 def test_progress_bar_only_on_a_terminal():
-    from verifier.claims import progress_bar
+    from layoutverify.apps.claims import progress_bar
 
     class Stream:
         def __init__(self, tty):
@@ -255,7 +255,7 @@ def test_console_script_and_exit_codes_in_a_subprocess(corpora):
     """The real command line, as CI runs it: exit status and stdout, no terminal."""
     good, bad = corpora
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, "-m", "verifier", "check", str(good), str(bad), "-j", "2"],
+    p = subprocess.run([sys.executable, "-m", "layoutverify", "check", str(good), str(bad), "-j", "2"],
                        capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 1 and "FAIL bad::wrong-order" in p.stdout and "\r" not in p.stderr
 

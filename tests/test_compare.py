@@ -12,10 +12,10 @@ import random
 import numpy as np
 import pytest
 
-from verifier import expr as E
-from verifier.compare import compare, Result
-from verifier.errors import LayoutError, UnsupportedError
-from verifier.layout import Layout
+from layoutverify.core import expr as E
+from layoutverify.core.compare import compare, Result
+from layoutverify.core.errors import LayoutError, UnsupportedError
+from layoutverify.core.layout import Layout
 from layout_forms import digits_form, lookup_form
 
 pytest.importorskip("z3")
@@ -325,14 +325,14 @@ LINEAR_OTHER = ("triton:#ttg.linear<{register = [[0, 1], [0, 2]], lane = [[0, 4]
 
 
 def run_cli(argv, capsys):
-    from verifier.cli import main
+    from layoutverify.apps.cli import main
     rc = main(argv)
     out = capsys.readouterr()
     return rc, out.out, out.err
 
 
 def _triton_adapter_or_skip():
-    from adapters import parse_spec
+    from layoutverify.adapters import parse_spec
     try:
         parse_spec(LINEAR_SAME, shape=(16, 16))
     except Exception as e:  # adapter not built yet in this tree
@@ -368,7 +368,7 @@ def test_cli_bad_input_is_exit_2(capsys):
 
 
 def test_cli_window_around_witness_in_a_big_tile():
-    from verifier.commands.prove import side_by_side
+    from layoutverify.apps.commands.prove import side_by_side
     a = Layout.from_bases({"register": [[0, 1], [0, 2]], "lane": [[0, 4], [0, 8], [0, 16], [1, 0], [2, 0]],
                            "warp": [[4, 0], [8, 0], [16, 0], [32, 0]]}, [64, 32])
     b = Layout.from_bases({"register": [[0, 1], [0, 2]], "lane": [[0, 4], [0, 8], [0, 16], [1, 0], [2, 0]],

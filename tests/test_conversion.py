@@ -1,4 +1,4 @@
-"""Conversion classes, witnesses and numbers (verifier/conversion.py), re-checked by a naive,
+"""Conversion classes, witnesses and numbers (verifier/core/conversion.py), re-checked by a naive,
 independent evaluation of the definitions over the explicit tables: plain Python sets of the
 elements each thread / warp / block holds in A.
 
@@ -15,9 +15,9 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from verifier.conversion import LEVELS, MECHANISMS, analyze, contiguity
-from verifier.errors import LayoutError
-from verifier.layout import Layout
+from layoutverify.core.conversion import LEVELS, MECHANISMS, analyze, contiguity
+from layoutverify.core.errors import LayoutError
+from layoutverify.core.layout import Layout
 
 DIMS = ("register", "lane", "warp", "block")
 
@@ -221,7 +221,7 @@ def test_random_layouts_against_the_naive_reference():
 
 
 def test_no_op_agrees_with_the_checker():
-    from verifier.compare import compare
+    from layoutverify.core.compare import compare
     rnd = random.Random(99)
     for _ in range(60):
         a, b = random_case(rnd)
@@ -287,7 +287,7 @@ def test_partial_source_is_impossible():
 
 
 def test_bank_conflicts_are_reported_with_a_shared_layout():
-    from verifier.banks import bank_conflicts
+    from layoutverify.core.banks import bank_conflicts
     a = Layout.from_bases({"register": [[0, 1], [0, 2]], "lane": [[0, 4], [0, 8], [0, 16], [1, 0], [2, 0]]}, [4, 32])
     b = Layout.from_bases({"register": [[1, 0], [2, 0]], "lane": [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16]]}, [4, 32])
     shared = Layout.from_bases({"offset": [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [1, 0], [2, 0]]}, [4, 32])

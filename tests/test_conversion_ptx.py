@@ -398,7 +398,7 @@ def run_workers(cases: list[dict], workers: int = WORKERS, timeout: float = 600)
 
 # ---------------------------------------------------------------------------------------------
 def _layout(bases: dict, shape):
-    from verifier.layout import Layout
+    from layoutverify.core.layout import Layout
     return Layout.from_bases({k: v for k, v in bases.items()}, shape)
 
 
@@ -418,7 +418,7 @@ def triton_decision(cvt: dict, a_bases: dict) -> tuple[str, str]:
        the ``mixedTranspositions < 2`` rule); otherwise shared memory.
 
     Returns (``registers`` | ``shuffle`` | ``shared``, the rule that decided)."""
-    from verifier import f2 as F2
+    from layoutverify.core import f2 as F2
     outs = list(cvt["out"])
     bases = {k: [list(v) for v in vs] for k, vs in cvt["bases"]}
     R, L = outs.index("register"), outs.index("lane")
@@ -483,7 +483,7 @@ def test_triton_rules_predict_ptx(compiled):
 def test_conversion_classes_match_triton_ptx(compiled):
     """Ours is never costlier than what Triton emits (soundness); where Triton is costlier, the
     reason is one of Triton's rules, and without replicated data only the register<->lane rules."""
-    from verifier.conversion import analyze
+    from layoutverify.core.conversion import analyze
 
     cases, res, seconds = compiled
     ok_cases = [c for c in cases if "counts" in res.get(c["id"], {})]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier import corpus as C
+from layoutverify.apps import corpus as C
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT / "corpora"
@@ -36,7 +36,7 @@ def test_check_corpora_like_ci(tmp_path, claims):
     junit = tmp_path / "junit.xml"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "verifier", "check", str(CORPORA), "-j", "2", "-q",
+    p = subprocess.run([sys.executable, "-m", "layoutverify", "check", str(CORPORA), "-j", "2", "-q",
                         "--junit", str(junit)], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
     seconds = time.perf_counter() - t0
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
@@ -71,8 +71,8 @@ def test_corpus_hygiene(claims):
 # ---------------------------------------------------------------------------------------------
 def _native_sides(claims):
     """{(claim index, "a"|"b"): native Layout} for every Triton and Tilus side."""
-    from adapters import split_spec
-    from adapters.triton.native import native_many
+    from layoutverify.adapters import split_spec
+    from layoutverify.adapters.triton.native import native_many
     out, cases, where = {}, [], []
     tilus = None
     for i, c in enumerate(claims):
@@ -86,7 +86,7 @@ def _native_sides(claims):
             elif fw == "tilus":
                 if tilus is None:
                     pytest.importorskip("tilus")
-                    tilus = importlib.import_module("adapters.tilus")
+                    tilus = importlib.import_module("layoutverify.adapters.tilus")
                 out[(i, side)] = tilus.native(text, shape=shape, **opts)
     for key, lay in zip(where, native_many(cases)):
         assert not isinstance(lay, Exception), f"{claims[key[0]].id} side {key[1]}: {lay}"
@@ -96,9 +96,9 @@ def _native_sides(claims):
 
 def test_expectations_hold_with_the_frameworks_own_layouts(claims):
     pytest.importorskip("triton")
-    from adapters import parse_spec
-    from verifier.compare import compare
-    from verifier.conversion import analyze
+    from layoutverify.adapters import parse_spec
+    from layoutverify.core.compare import compare
+    from layoutverify.core.conversion import analyze
     native = _native_sides(claims)
     assert len(native) > 150
     checked = 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.cute import evaluate
+from layoutverify.adapters.cute import evaluate
 from cute_cpp import harness
 from cute_cpp.cases import algebra_cases, atom_cases, known_cases
 

@@ -1,6 +1,6 @@
 """Every MMA and copy atom of the CuTe catalogue is proven equal to the PTX fragment it issues.
 
-Expected values come from the PTX ISA: the ``adapters.ptx`` adapter transcribes the ISA's
+Expected values come from the PTX ISA: the ``layoutverify.adapters.ptx`` adapter transcribes the ISA's
 fragment formulas, and a few of them are written again here, independently, from the ISA text
 (``groupID = %laneid >> 2``, ``threadID_in_group = %laneid % 4``). The catalogue itself is checked
 against CUTLASS's C++ traits in ``test_cute_algebra_cpp.py``; here its *meaning* is checked.
@@ -23,13 +23,13 @@ import re
 import numpy as np
 import pytest
 
-from adapters.cute import parse
-from adapters.cute.atoms import copy_atoms, mma_atoms
-from verifier import expr as E
-from verifier.layout import Layout
+from layoutverify.adapters.cute import parse
+from layoutverify.adapters.cute.atoms import copy_atoms, mma_atoms
+from layoutverify.core import expr as E
+from layoutverify.core.layout import Layout
 
-ptx = pytest.importorskip("adapters.ptx")
-compare_mod = pytest.importorskip("verifier.compare")
+ptx = pytest.importorskip("layoutverify.adapters.ptx")
+compare_mod = pytest.importorskip("layoutverify.core.compare")
 compare = compare_mod.compare
 
 #: atoms whose CUTLASS 4.2 traits disagree with the ISA (see the module docstring)

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from adapters.cute import evaluate, parse
-from verifier.cli import main
-from verifier.errors import LayoutError, NotInvertibleError, ParseError, SizeLimitError, UnsupportedError
+from layoutverify.adapters.cute import evaluate, parse
+from layoutverify.apps.cli import main
+from layoutverify.core.errors import LayoutError, NotInvertibleError, ParseError, SizeLimitError, UnsupportedError
 
 DEEP = "(" * 10_000 + "1" + ")" * 10_000
 DEEP_CALLS = "coalesce(" * 10_000 + "8:1" + ")" * 10_000
@@ -113,7 +113,7 @@ def test_cli_exits_2_with_one_line(text, capsys):
 
 def test_cli_subprocess(cli_env):
     for text in ("((2,4):(1,2)", DEEP):
-        p = subprocess.run([sys.executable, "-m", "verifier", "show", f"cute:{text}"],
+        p = subprocess.run([sys.executable, "-m", "layoutverify", "show", f"cute:{text}"],
                            capture_output=True, text=True, env=cli_env, timeout=60)
         assert p.returncode == 2
         assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr

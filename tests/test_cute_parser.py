@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adapters.cute import evaluate, parse
-from adapters.cute.swizzle import ComposedLayout, Swizzle
-from verifier.errors import LayoutError, NotInvertibleError, ParseError
+from layoutverify.adapters.cute import evaluate, parse
+from layoutverify.adapters.cute.swizzle import ComposedLayout, Swizzle
+from layoutverify.core.errors import LayoutError, NotInvertibleError, ParseError
 
 
 def ev(text):
@@ -231,7 +231,7 @@ def test_tiler_alone_is_not_a_layout():
 def test_cli_show(cli_env):
     import subprocess
     import sys
-    out = subprocess.run([sys.executable, "-m", "verifier", "show", "cute:(4,8):(8,1)", "--no-grid"],
+    out = subprocess.run([sys.executable, "-m", "layoutverify", "show", "cute:(4,8):(8,1)", "--no-grid"],
                          capture_output=True, text=True, env=cli_env, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "offset" in out.stdout and "dim1=8" in out.stdout

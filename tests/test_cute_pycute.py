@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.cute import evaluate
-from adapters.cute.layout import CuteLayout, Underscore, is_tuple, leaves
+from layoutverify.adapters.cute import evaluate
+from layoutverify.adapters.cute.layout import CuteLayout, Underscore, is_tuple, leaves
 from cute_cpp.cases import KNOWN_PYCUTE_DIFFERENCES, Case, algebra_cases, known_cases, pycute_value
 
 pycute = pytest.importorskip("pycute")
@@ -209,9 +209,9 @@ def test_known_differences_expected_answers():
 
 
 def test_native_is_pycute():
-    """``adapters.cute.native`` (``show --native``) is pycute's answer in the same canonical form."""
-    from adapters.cute import native, parse
-    from verifier.errors import NativeError, UnsupportedError
+    """``layoutverify.adapters.cute.native`` (``show --native``) is pycute's answer in the same canonical form."""
+    from layoutverify.adapters.cute import native, parse
+    from layoutverify.core.errors import NativeError, UnsupportedError
     for text in ("((2,4),8):((1,16),2)", "logical_divide((8,8):(8,1), (2,4))", "Sw<3,4,3> o 0 o (8,64):(64,1)",
                  "coalesce((2,(1,6)):(1,(6,2)))"):
         assert native(text).fingerprint() == parse(text).fingerprint(), text

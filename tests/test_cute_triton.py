@@ -1,7 +1,7 @@
 """CuTe against Triton: the same MMA accumulators / operands and the same swizzled shared layouts.
 
-Triton's side comes from the installed Triton itself (``adapters.triton.native``: Triton's parser
-and ``toLinearLayout`` in a subprocess) and from ``adapters.triton.parse``; CuTe's from our CuTe
+Triton's side comes from the installed Triton itself (``layoutverify.adapters.triton.native``: Triton's parser
+and ``toLinearLayout`` in a subprocess) and from ``layoutverify.adapters.triton.parse``; CuTe's from our CuTe
 adapter (whose algebra and atoms are checked against CuTe C++ in ``test_cute_algebra_cpp.py``).
 
 **MMA.** ``#ttg.nvidia_mma<{versionMajor = 2, warpsPerCTA = [2, 2], instrShape = [16, 8]}>`` on a
@@ -40,10 +40,10 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.cute import parse as cute
+from layoutverify.adapters.cute import parse as cute
 
-triton_adapter = pytest.importorskip("adapters.triton")
-compare = pytest.importorskip("verifier.compare").compare
+triton_adapter = pytest.importorskip("layoutverify.adapters.triton")
+compare = pytest.importorskip("layoutverify.core.compare").compare
 pytest.importorskip("triton")
 
 MMA = "#ttg.nvidia_mma<{{versionMajor = 2, versionMinor = 0, warpsPerCTA = [{wm}, {wn}], instrShape = [16, 8]}}>"
@@ -89,7 +89,7 @@ def _triton(native, text, shape):
     theirs = native[(text, tuple(shape))]
     if isinstance(theirs, Exception):
         pytest.fail(f"Triton rejected {text}: {theirs}")
-    assert compare(ours, theirs).verdict == "equal", "adapters.triton disagrees with the installed Triton"
+    assert compare(ours, theirs).verdict == "equal", "layoutverify.adapters.triton disagrees with the installed Triton"
     return theirs
 
 

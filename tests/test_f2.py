@@ -1,4 +1,4 @@
-"""GF(2) routines of verifier.f2 against brute force over small spaces.
+"""GF(2) routines of layoutverify.core.f2 against brute force over small spaces.
 
 Every expected value is computed by enumeration (all 2^k combinations of the vectors, or all
 inputs of a map), never by the routine under test.
@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from verifier import f2 as F2
+from layoutverify.core import f2 as F2
 
 
 def span_brute(vectors):
@@ -116,8 +116,8 @@ def test_negative_vector_rejected():
 
 
 # -- symbolic linearizer ----------------------------------------------------------------------
-from verifier import expr as E  # noqa: E402
-from verifier.layout import Layout, table_from_bases  # noqa: E402
+from layoutverify.core import expr as E  # noqa: E402
+from layoutverify.core.layout import Layout, table_from_bases  # noqa: E402
 
 
 def random_expr(rng, names, depth):

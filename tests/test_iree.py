@@ -4,7 +4,7 @@
   ``getSingleSubgroupLayout``: MFMA_F32_16x16x16_F16 and MFMA_F32_32x32x8_F16) must equal, or equal
   up to register order, Triton's ``#ttg.amd_mfma`` accumulator and ``#ttg.dot_op`` operand
   layouts for the same instruction: through our Triton adapter and through the installed Triton
-  itself (``adapters.triton.native``), and the AMD ISA adapter where it is present.
+  itself (``layoutverify.adapters.triton.native``), and the AMD ISA adapter where it is present.
 * Differential sweep: random nested layouts (ranks 1-3, non-power-of-two tiles, subgroups, zero
   strides) distributed by IREE's own ``iree-opt`` (``transform.iree.test_gpu_vector_distribution``)
   and evaluated thread by thread must equal our canonical layout, location by location.
@@ -18,12 +18,12 @@ import random
 import numpy as np
 import pytest
 
-import adapters.iree as I
-from verifier.compare import compare
-from verifier.errors import LayoutError, ParseError, SizeLimitError, UnsupportedError
+import layoutverify.adapters.iree as I
+from layoutverify.core.compare import compare
+from layoutverify.core.errors import LayoutError, ParseError, SizeLimitError, UnsupportedError
 
 try:
-    import adapters.triton as TR
+    import layoutverify.adapters.triton as TR
 except ImportError:  # pragma: no cover
     TR = None
 
@@ -75,12 +75,12 @@ def test_mfma_layouts_have_the_instruction_shapes():
 @pytest.mark.parametrize("name,op", CASES)
 def test_mfma_equals_triton_adapter(name, op):
     if TR is None:
-        pytest.skip("adapters.triton is not available")
+        pytest.skip("layoutverify.adapters.triton is not available")
     text, shape = triton_text(name, op)
     try:
         tri = TR.parse(text, shape=shape)
     except UnsupportedError as e:  # pragma: no cover
-        pytest.skip(f"adapters.triton cannot read {text}: {e}")
+        pytest.skip(f"layoutverify.adapters.triton cannot read {text}: {e}")
     r = compare(I.parse(iree_text(name, op)), tri)
     assert r.verdict in ("equal", "equal_up_to_register_order"), (r.verdict, r.witness)
 
@@ -88,7 +88,7 @@ def test_mfma_equals_triton_adapter(name, op):
 def test_mfma_equals_installed_triton():
     """Against the installed Triton (``to_linear_layout`` of ``AMDMFMALayout``/``DotOperandLayout``)."""
     if TR is None:
-        pytest.skip("adapters.triton is not available")
+        pytest.skip("layoutverify.adapters.triton is not available")
     pytest.importorskip("triton")
     cases = [triton_text(name, op) for name, op in CASES]
     answers = TR.native_many(cases)
@@ -105,7 +105,7 @@ def test_mfma_equals_installed_triton():
 
 
 def test_mfma_equals_amd_isa_adapter():
-    A = pytest.importorskip("adapters.amd")
+    A = pytest.importorskip("layoutverify.adapters.amd")
     names = {"MFMA_F32_16x16x16_F16": "v_mfma_f32_16x16x16_f16", "MFMA_F32_32x32x8_F16": "v_mfma_f32_32x32x8_f16"}
     for name, op in CASES:
         spec = A.parse(f"{names[name]}.{ {'lhs': 'A', 'rhs': 'B', 'acc': 'C'}[op] }")

@@ -16,9 +16,9 @@ import sys
 import numpy as np
 import pytest
 
-from verifier import Layout, LayoutError
-from verifier import expr as E
-from verifier.errors import NotInvertibleError
+from layoutverify import Layout, LayoutError
+from layoutverify.core import expr as E
+from layoutverify.core.errors import NotInvertibleError
 
 tll = pytest.importorskip("triton._C.libtriton.linear_layout")
 TLL = tll.LinearLayout
@@ -240,7 +240,7 @@ def test_from_table_roundtrip_and_fingerprint():
 
 
 def test_fingerprint_stable_across_processes():
-    code = ("from verifier import Layout;"
+    code = ("from layoutverify import Layout;"
             "print(Layout.from_bases({'register':[[0,1],[1,0]],'lane':[[0,2],[2,0]]},[4,4]).fingerprint())")
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
             for _ in range(2)}
@@ -311,7 +311,7 @@ def test_expression_z3_lowering_agrees_with_numpy():
 
 def test_symbolic_f2_check_past_the_table_limit(monkeypatch):
     """Past the table limit, linearity is proven by z3 (and refuted when false)."""
-    import verifier.layout as VL
+    import layoutverify.core.layout as VL
     monkeypatch.setattr(VL, "MAX_TABLE_LOCATIONS", 8)
     x = E.Var("offset")
     swz = Layout([("offset", 256)], [("dim0", 16), ("dim1", 16)], [x // 16, (x % 16) ^ ((x // 16) % 8)])

@@ -23,9 +23,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from verifier import expr as E
-from verifier.compare import compare
-from verifier.layout import Layout
+from layoutverify.core import expr as E
+from layoutverify.core.compare import compare
+from layoutverify.core.layout import Layout
 from layout_forms import digits_form, lookup_form
 
 pytest.importorskip("z3")

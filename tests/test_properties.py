@@ -1,4 +1,4 @@
-"""Properties of one layout (verifier/properties.py), against hand-derived facts.
+"""Properties of one layout (verifier/core/properties.py), against hand-derived facts.
 
 Triton bases below are the ones Triton's ``to_linear_layout`` prints for the named encodings
 (e.g. DESIGN.md §2 shows BlockedLayout([2, 2], [8, 4], [1, 2], [1, 0]) on 16 x 16).
@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verifier.errors import LayoutError
-from verifier.layout import Layout
-from verifier.properties import access_pattern, properties, replication
+from layoutverify.core.errors import LayoutError
+from layoutverify.core.layout import Layout
+from layoutverify.core.properties import access_pattern, properties, replication
 
 # BlockedLayout([2, 2], [8, 4], [1, 2], [1, 0]) on [16, 16], as printed by Triton (DESIGN.md §2)
 BLOCKED = Layout.from_bases({"register": [[0, 1], [1, 0]], "lane": [[0, 2], [0, 4], [2, 0], [4, 0], [8, 0]],
@@ -110,7 +110,7 @@ def test_bad_input():
 def test_cli_properties_and_analyze(capsys):
     import json
 
-    from verifier.cli import main
+    from layoutverify.apps.cli import main
     blocked = "triton:#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"
     other = "triton:#ttg.blocked<{sizePerThread = [4, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]}>"
     try:

@@ -23,10 +23,10 @@ import textwrap
 import numpy as np
 import pytest
 
-import adapters
-import adapters.ptx as ptx
-from verifier.errors import LayoutError, ParseError, UnsupportedError
-from verifier.layout import Layout
+import layoutverify.adapters
+import layoutverify.adapters.ptx as ptx
+from layoutverify.core.errors import LayoutError, ParseError, UnsupportedError
+from layoutverify.core.layout import Layout
 
 # ---------------------------------------------------------------------------------------------
 # Expected registers per thread, from the "Fragment" tables of PTX ISA §9.7.14.5.x (mma) and
@@ -339,7 +339,7 @@ def test_wgmma_d_is_the_m16n8_c_fragment_repeated():
 def test_accepted_spellings(text, same_as):
     assert ptx.fragment(text).name == ptx.fragment(same_as).name
     assert np.array_equal(ptx.parse(text).table(), ptx.parse(same_as).table())
-    assert np.array_equal(adapters.parse_spec("ptx:" + text).table(), ptx.parse(same_as).table())
+    assert np.array_equal(layoutverify.adapters.parse_spec("ptx:" + text).table(), ptx.parse(same_as).table())
 
 
 @pytest.mark.parametrize("text,token,column,hint", [
@@ -472,7 +472,7 @@ def _triton_layout(res) -> Layout:
 
 @pytest.mark.parametrize("index", range(len(TRITON_CASES)), ids=[c[0] for c in TRITON_CASES])
 def test_agrees_with_triton(triton_layouts, index):
-    from verifier.compare import compare
+    from layoutverify.core.compare import compare
     name, case = TRITON_CASES[index]
     ours, theirs = ptx.parse(name), _triton_layout(triton_layouts[index])
     assert ours.in_dims == theirs.in_dims and ours.out_dims == theirs.out_dims
@@ -485,7 +485,7 @@ def test_agrees_with_triton(triton_layouts, index):
 
 @pytest.mark.parametrize("index", range(len(TRITON_BROADCAST_CASES)), ids=[c[0] for c in TRITON_BROADCAST_CASES])
 def test_known_difference_triton_broadcasts_small_k(triton_layouts, index):
-    from verifier.compare import compare
+    from layoutverify.core.compare import compare
     name, case = TRITON_BROADCAST_CASES[index]
     res = triton_layouts[len(TRITON_CASES) + index]
     ours, theirs = ptx.parse(name), _triton_layout(res)

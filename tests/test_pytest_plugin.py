@@ -41,14 +41,14 @@ def test_register_order_allowed(assert_layouts_equal, assert_layouts_equivalent)
 
 
 def test_layout_objects(assert_layouts_equal):
-    from adapters import parse_spec
+    from layoutverify.adapters import parse_spec
     a = parse_spec("cute:SM80_16x8x16_F32F16F16F32_TN.C")
     assert_layouts_equal(a, "ptx:mma.m16n8k16.f32.C")
 '''
 
 
 def test_entry_point_is_declared():
-    eps = [e for e in entry_points(group="pytest11") if e.value == "verifier.pytest_plugin"]
+    eps = [e for e in entry_points(group="pytest11") if e.value == "layoutverify.apps.pytest_plugin"]
     assert eps, "the pytest11 entry point of layoutverify is not installed (pip install -e .)"
 
 
@@ -102,7 +102,7 @@ def test_plugin_can_be_disabled(pytester):
 
 
 def test_direct_import_raises_assertion_with_witness():
-    from verifier.pytest_plugin import assert_layouts_equal
+    from layoutverify.apps.pytest_plugin import assert_layouts_equal
     with pytest.raises(AssertionError, match=r"witness: \{'hardware'"):
         assert_layouts_equal("triton:" + BLOCKED.format(order="[1, 0]"), "triton:" + BLOCKED.format(order="[0, 1]"),
                              shape=(16, 8))

@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from verifier import expr as E
-from verifier.compare import compare
-from verifier.layout import Layout
-from verifier.smt import expected_answers, replay, z3_binary
+from layoutverify.core import expr as E
+from layoutverify.core.compare import compare
+from layoutverify.core.layout import Layout
+from layoutverify.core.smt import expected_answers, replay, z3_binary
 
 pytest.importorskip("z3")
 

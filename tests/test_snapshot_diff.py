@@ -17,9 +17,9 @@ import time
 import numpy as np
 import pytest
 
-from verifier.cli import main
-from verifier.layout import Layout
-from verifier.snapshot import diff, load_golden
+from layoutverify.apps.cli import main
+from layoutverify.core.layout import Layout
+from layoutverify.apps.snapshot import diff, load_golden
 
 pytest.importorskip("triton")
 
@@ -36,12 +36,12 @@ def goldens(tmp_path_factory):
     import importlib
     import subprocess
 
-    from adapters.triton.version import installed
+    from layoutverify.adapters.triton.version import installed
     if installed() == "3.6":
         pytest.skip("the sweep includes shared layouts, and Triton 3.6's to_linear_layout converts only "
                     "distributed ones, so a --native snapshot of it cannot be made under 3.6")
 
-    N = importlib.import_module("adapters.triton.native")   # the module (adapters.triton.native is also a function)
+    N = importlib.import_module("layoutverify.adapters.triton.native")   # the module (layoutverify.adapters.triton.native is also a function)
     d = tmp_path_factory.mktemp("golden")
     corpus = d / "c.toml"
     corpus.write_text('''

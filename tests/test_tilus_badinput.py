@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-import adapters.tilus as T
-from adapters import parse_spec
-from verifier.errors import LayoutError, NotInvertibleError, ParseError, SizeLimitError
+import layoutverify.adapters.tilus as T
+from layoutverify.adapters import parse_spec
+from layoutverify.core.errors import LayoutError, NotInvertibleError, ParseError, SizeLimitError
 
 
 def err(text, cls=LayoutError, **opts):

@@ -4,7 +4,7 @@ For each example of the Tilus docs ("Register Layout": ``local(3, 4)``, ``spatia
 ``local(3, 4).spatial(2, 3)``, ``spatial(2, 3).local(3, 4)``, the ``mma.m16n8k8`` C fragment
 ``repeat(2, 1).spatial(8, 4).repeat(1, 2)``, ``reduce(spatial(3, 4), dims=[0])``, ``local``/
 ``column_local``/``spatial``/``column_spatial(2, 3)``), the grid our canonical layout renders
-(:meth:`verifier.layout.Layout.render`, cells ``T{thread}:{register}``) must hold, cell by cell,
+(:meth:`layoutverify.core.layout.Layout.render`, cells ``T{thread}:{register}``) must hold, cell by cell,
 the same ``(thread, local)`` pairs as the table tilus's own ``visualize_layout`` prints (cells
 ``t: i`` or ``[t0, t1, ...]: i``), and the header line tilus prints must be our printed form.
 
@@ -23,7 +23,7 @@ tilus = pytest.importorskip("tilus")
 from tilus.ir.layout.ops import register_ops as R  # noqa: E402
 from tilus.ir.layout.register_layout import register_layout as t_register_layout, visualize_layout  # noqa: E402
 
-import adapters.tilus as T  # noqa: E402
+import layoutverify.adapters.tilus as T  # noqa: E402
 
 #: (our text, the same layout built with tilus's functions)
 DOC_EXAMPLES = [

@@ -2,14 +2,14 @@
 
 The Tilus layouts are tilus's own (``tilus.ir.instructions.cuda.mma_dot.AtomicMmaConfig``:
 ``la``/``lb``/``lc`` of every config), turned into canonical form by tilus's own mapping
-(``adapters.tilus.oracle.register_to_layout``: ``get_global``). They are compared with
+(``layoutverify.adapters.tilus.oracle.register_to_layout``: ``get_global``). They are compared with
 
-* the PTX ISA fragments: formulas written out here for m16n8k16 .f16, and ``adapters.ptx`` for
+* the PTX ISA fragments: formulas written out here for m16n8k16 .f16, and ``layoutverify.adapters.ptx`` for
   every config;
 * Triton's ``#ttg.nvidia_mma`` (v2, one warp) accumulator and ``#ttg.dot_op`` operands, through our
   Triton adapter and through the installed Triton; Tilus's ``vec_k`` variants are Triton's
   ``kWidth = vec_k * (4 bytes / element size)`` operands;
-* CuTe's SM80 MMA atoms (``adapters.cute``).
+* CuTe's SM80 MMA atoms (``layoutverify.adapters.cute``).
 
 Our own parser must reproduce the same layouts from tilus's printed form and from the expression
 text written in tilus's source.
@@ -24,10 +24,10 @@ import pytest
 pytest.importorskip("tilus")
 from tilus.ir.instructions.cuda.mma_dot import AtomicMmaConfig  # noqa: E402
 
-import adapters.tilus as T  # noqa: E402
-from verifier.compare import compare  # noqa: E402
+import layoutverify.adapters.tilus as T  # noqa: E402
+from layoutverify.core.compare import compare  # noqa: E402
 
-nat = importlib.import_module("adapters.tilus.oracle")
+nat = importlib.import_module("layoutverify.adapters.tilus.oracle")
 
 #: config -> (tilus factory, PTX A, PTX B, PTX C, CuTe atom, Triton kWidth per vec_k or None,
 #: the la/lb/lc expressions as written in tilus's source for vec_k = 1)
@@ -97,14 +97,14 @@ def test_m16n8k16_f16_against_ptx_isa_formulas(op):
 
 @pytest.mark.parametrize("config,op", CASES)
 def test_against_ptx_adapter(config, op):
-    P = pytest.importorskip("adapters.ptx")
+    P = pytest.importorskip("layoutverify.adapters.ptx")
     name = CONFIGS[config][1 + OPERANDS.index(op)]
     assert_same(tilus_canonical(config, op), P.parse(name))
 
 
 @pytest.mark.parametrize("config,op", CASES)
 def test_against_cute_atoms(config, op):
-    C = pytest.importorskip("adapters.cute")
+    C = pytest.importorskip("layoutverify.adapters.cute")
     atom = CONFIGS[config][4]
     assert_same(tilus_canonical(config, op), C.parse(f"{atom}.{op}"), allow_register_order=True)
 
@@ -121,14 +121,14 @@ TRITON_CASES = [(c, op, vk) for c in CONFIGS if CONFIGS[c][5] for op in OPERANDS
 
 @pytest.mark.parametrize("config,op,vec_k", TRITON_CASES)
 def test_against_triton_adapter(config, op, vec_k):
-    TR = pytest.importorskip("adapters.triton")
+    TR = pytest.importorskip("layoutverify.adapters.triton")
     lay = tilus_canonical(config, op, vec_k)
     tri = TR.parse(triton_text(op, CONFIGS[config][5] * vec_k), shape=list(lay.out_sizes))
     assert_same(lay, tri)
 
 
 def test_against_installed_triton():
-    TR = pytest.importorskip("adapters.triton")
+    TR = pytest.importorskip("layoutverify.adapters.triton")
     pytest.importorskip("triton")
     lays = [tilus_canonical(c, op, vk) for c, op, vk in TRITON_CASES]
     answers = TR.native_many([(triton_text(op, CONFIGS[c][5] * vk), list(l.out_sizes))

@@ -37,10 +37,10 @@ from tilus.ir.layout.register_layout import register_layout as t_register_layout
 from tilus.ir.layout.shared_layout import Swizzle as TSwizzle, shared_layout as t_shared_layout  # noqa: E402
 from tilus.ir.utils.veceval import vectorized_evaluate  # noqa: E402
 
-import adapters.tilus as T  # noqa: E402
-from verifier.errors import LayoutError  # noqa: E402
+import layoutverify.adapters.tilus as T  # noqa: E402
+from layoutverify.core.errors import LayoutError  # noqa: E402
 
-nat = importlib.import_module("adapters.tilus.oracle")
+nat = importlib.import_module("layoutverify.adapters.tilus.oracle")
 
 N_REGISTER_CASES = 1200
 N_SHARED_CASES = 400

@@ -17,9 +17,9 @@ from collections import Counter
 
 import pytest
 
-from adapters.triton import amd, version
-from adapters.triton.attr import Attr, DOT_OPERAND_PARENTS, ENCODINGS
-from verifier.errors import LayoutError
+from layoutverify.adapters.triton import amd, version
+from layoutverify.adapters.triton.attr import Attr, DOT_OPERAND_PARENTS, ENCODINGS
+from layoutverify.core.errors import LayoutError
 
 SEED = 20240917
 N_CASES = 720          # at least 600 are required; each costs ~1 ms in Triton and ~2 ms here
@@ -449,9 +449,9 @@ def test_text_is_what_triton_prints(sweep):
 def test_sweep_through_text(sweep):
     """The same cases pasted as Triton prints them go through the TTGIR parser unchanged."""
     try:
-        from adapters.triton import parse
+        from layoutverify.adapters.triton import parse
     except ImportError:
-        pytest.skip("adapters.triton.parse is not there yet")
+        pytest.skip("layoutverify.adapters.triton.parse is not there yet")
     cases, answers = sweep
     n = 0
     for c in cases[::3]:

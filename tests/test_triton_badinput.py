@@ -1,7 +1,7 @@
 """Malformed Triton layout text: a clear one-line error from ``parse`` and exit code 2 from the CLI.
 
 Each case names what the error must mention. The CLI runs as a real subprocess
-(``python -m verifier show triton:@FILE``, the text read from a file so that 10,000-deep nesting
+(``python -m layoutverify show triton:@FILE``, the text read from a file so that 10,000-deep nesting
 fits in argv) and must exit 2 with one ``layoutverify: error:`` line and no traceback. Cases
 that make Triton itself abort are also handed to ``native_many``: each must come back as a
 ``NativeError`` while our process lives on.
@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from adapters.triton import parse
-from verifier.errors import LayoutError, NativeError
+from layoutverify.adapters.triton import parse
+from layoutverify.core.errors import LayoutError, NativeError
 
 B_SPT, B_TPW, B_WPC, B_ORD = "[1, 4]", "[4, 8]", "[4, 1]", "[1, 0]"
 
@@ -158,12 +158,12 @@ def test_cli_exits_2_without_traceback(tmp_path, cli_env):
     for i, (text, shape, _) in enumerate(CASES):
         path = tmp_path / f"case{i}.txt"
         path.write_text(text)
-        argv = [sys.executable, "-m", "verifier", "show", f"triton:@{path}", "--no-grid"]
+        argv = [sys.executable, "-m", "layoutverify", "show", f"triton:@{path}", "--no-grid"]
         if shape:
             argv += ["--shape", shape]
         runs.append((i, argv))
     # the 2^40-element shape given on the command line
-    runs.append((len(CASES), [sys.executable, "-m", "verifier", "show", "triton:" + blocked(), "--shape",
+    runs.append((len(CASES), [sys.executable, "-m", "layoutverify", "show", "triton:" + blocked(), "--shape",
                               "1048576x1048576"]))
 
     def run(item):
@@ -185,7 +185,7 @@ def test_cli_exits_2_without_traceback(tmp_path, cli_env):
 
 def test_native_survives_what_triton_aborts_on():
     pytest.importorskip("triton")
-    from adapters.triton import native_many
+    from layoutverify.adapters.triton import native_many
     res = native_many([(t, _shape(s)) for t, s in NATIVE_CASES])
     assert len(res) == len(NATIVE_CASES)
     for (text, _), r in zip(NATIVE_CASES, res):

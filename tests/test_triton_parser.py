@@ -1,4 +1,4 @@
-"""The TTGIR text parser (``adapters.triton.parser``) and spec-derived conversions.
+"""The TTGIR text parser (``layoutverify.adapters.triton.parser``) and spec-derived conversions.
 
 Parser expectations are the text itself (what each parameter says); conversion expectations come
 from the PTX ISA fragment tables (``mma.m16n8k16``) and Triton's documented examples, not from
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.triton import parse
-from adapters.triton.attr import Attr
-from adapters.triton.parser import MAX_DEPTH, parse_text
-from verifier.errors import LayoutError, ParseError
+from layoutverify.adapters.triton import parse
+from layoutverify.adapters.triton.attr import Attr
+from layoutverify.adapters.triton.parser import MAX_DEPTH, parse_text
+from layoutverify.core.errors import LayoutError, ParseError
 
 BLOCKED = ("#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], "
            "order = [1, 0]}>")

@@ -33,7 +33,7 @@ def printed_type(module_text: str) -> str:
 
 
 def raw_layout(raw: dict):
-    from verifier.layout import Layout
+    from layoutverify.core.layout import Layout
     if "offset" in raw:
         return Layout.from_bases({"offset": raw["offset"], "block": raw["block"]}, raw["shape"])
     return Layout.from_bases({k: raw[k] for k in ("register", "lane", "warp", "block")}, raw["shape"])
@@ -41,7 +41,7 @@ def raw_layout(raw: dict):
 
 def canon(v):
     """Parsed values without positions/text, for comparing two parses."""
-    from adapters.triton.attr import Attr
+    from layoutverify.adapters.triton.attr import Attr
     if isinstance(v, Attr):
         return ("attr", v.kind, tuple(sorted((k, canon(x)) for k, x in v.params.items())))
     if isinstance(v, list):
@@ -54,7 +54,7 @@ def canon(v):
 @pytest.fixture(scope="module")
 def printed_core():
     cases = O.sweep_cases(SEED, PER_KIND)
-    from adapters.triton.native import native_many
+    from layoutverify.adapters.triton.native import native_many
     raws = native_many([(t, s) for _, t, s in cases], raw=True, printed=True)
     return cases, raws
 
@@ -62,8 +62,8 @@ def printed_core():
 def test_printed_core_kinds_parse_to_triton_layout(printed_core):
     """Printed text parses to Triton's layout; where the installed release rejects a case (e.g.
     Triton 3.6/3.7 on some slices of ``#ttg.linear``), our parse for that release rejects it too."""
-    from adapters.triton import parse
-    from verifier.errors import LayoutError
+    from layoutverify.adapters.triton import parse
+    from layoutverify.core.errors import LayoutError
     cases, raws = printed_core
     bad, compared, kinds, rejected = [], 0, set(), []
     for (kind, text, shape), raw in zip(cases, raws):
@@ -133,8 +133,8 @@ def other_kinds():
 
 
 def test_printed_other_kinds_parse():
-    from adapters.triton.native import native_many
-    from adapters.triton.parser import SHARED_KINDS, parse_text
+    from layoutverify.adapters.triton.native import native_many
+    from layoutverify.adapters.triton.parser import SHARED_KINDS, parse_text
     kinds = other_kinds()
     raws = native_many(kinds, raw=True, printed=True)
     for (text, shape), raw in zip(kinds, raws):
@@ -182,7 +182,7 @@ OLD_VS_NEW = [
 
 
 def test_old_spellings_mean_what_the_new_ones_mean():
-    from adapters.triton import parse
+    from layoutverify.adapters.triton import parse
     theirs = O.oracle([(new, shape) for _, new, shape in OLD_VS_NEW])
     for (old, new, shape), t in zip(OLD_VS_NEW, theirs):
         assert not isinstance(t, Exception), (new, t)
@@ -191,7 +191,7 @@ def test_old_spellings_mean_what_the_new_ones_mean():
 
 def test_native_accepts_old_spellings_by_reprinting():
     """Triton 3.9 no longer parses ``#triton_gpu.``; native() re-prints and says so in the name."""
-    from adapters.triton import native
+    from layoutverify.adapters.triton import native
     old, new, shape = OLD_VS_NEW[0]
     lay = native(old, shape=shape)
     assert "re-printed" in (lay.name or "")

@@ -25,10 +25,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from adapters.triton import shared as S
-from adapters.triton import version
-from adapters.triton.attr import ENCODINGS, Attr
-from verifier.errors import LayoutError, UnsupportedError
+from layoutverify.adapters.triton import shared as S
+from layoutverify.adapters.triton import version
+from layoutverify.adapters.triton.attr import ENCODINGS, Attr
+from layoutverify.core.errors import LayoutError, UnsupportedError
 
 SEED = 20250611
 
@@ -576,11 +576,11 @@ def test_padded_shared_against_triton_printer_and_allocator(sweep):
 def test_text_route_through_parser(sweep):
     """Triton-printed text through the project's TTGIR parser (once it exists)."""
     try:
-        from adapters import triton as T
+        from layoutverify.adapters import triton as T
         parse = T.parse
-        import adapters.triton.parser  # noqa: F401
+        import layoutverify.adapters.triton.parser  # noqa: F401
     except (ImportError, AttributeError):
-        pytest.skip("adapters.triton.parser is not written yet")
+        pytest.skip("layoutverify.adapters.triton.parser is not written yet")
     cases, results = sweep
     n = n_padded = 0
     for c in cases:

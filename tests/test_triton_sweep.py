@@ -5,7 +5,7 @@ without CGA layouts, slice of any parent, nvidia_mma v2 and v3, dot_op with mma 
 parents, linear), ranks 1 to 4, 1 to 16 warps, 1 to 4 CTAs, tensor shapes from 1/8 to 8 times
 the layout's tile per dim (replication and register repetition). A quarter of the cases are
 written as whole ``tensor<...>`` types, so the shape comes from the text. Triton parses the same
-text itself (see ``adapters.triton.native``), so the parser is compared too. Bases must be equal
+text itself (see ``layoutverify.adapters.triton.native``), so the parser is compared too. Bases must be equal
 exactly, dims and sizes included.
 
 Cases Triton rejects are counted with their reasons and must stay a small fraction; they are
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(not O.have_triton(), reason="needs Triton >= 3.5
 SEED = 20250611
 PER_KIND = 400
 #: Triton 3.6 and 3.7 abort on many random slices of #ttg.linear (block bases not the top bits
-#: of their dim: see adapters.triton.linear._check_slice_of_linear); we reject those too
+#: of their dim: see layoutverify.adapters.triton.linear._check_slice_of_linear); we reject those too
 MAX_REJECT_FRACTION = 0.05 if O.TRITON_VERSION in ("3.6", "3.7") else 0.01
 
 
@@ -35,7 +35,7 @@ def _as_type(text: str, shape) -> str:
 
 @pytest.fixture(scope="module")
 def sweep():
-    from adapters.triton import parse
+    from layoutverify.adapters.triton import parse
     rng = random.Random(SEED + 1)
     cases = []
     for kind, text, shape in O.sweep_cases(SEED, PER_KIND):
@@ -90,7 +90,7 @@ def test_sweep_covers_the_space(sweep):
 
 def test_named_examples_match_triton():
     """A few hand-picked layouts from Triton's documentation, through the whole-type path."""
-    from adapters.triton import parse
+    from layoutverify.adapters.triton import parse
     texts = [
         "tensor<64x64xf16, #ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], "
         "warpsPerCTA = [4, 1], order = [1, 0]}>>",

@@ -14,8 +14,8 @@ from importlib import metadata
 
 import pytest
 
-from adapters.triton import parse, version
-from verifier.errors import LayoutError
+from layoutverify.adapters.triton import parse, version
+from layoutverify.core.errors import LayoutError
 
 REJECTS = "rejects"
 VERSIONS = version.SUPPORTED

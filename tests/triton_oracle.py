@@ -3,7 +3,7 @@
 Used by the Triton sweeps (``test_triton_sweep.py``) and reusable by the AMD and shared-layout
 sweeps: generate ``(text, shape)`` cases with the ``gen_*`` functions, ask Triton for all of them
 at once with :func:`oracle` (one subprocess, ~1 ms per case; a Triton crash costs only its case),
-parse them with ``adapters.triton.parse`` and compare with :func:`compare`.
+parse them with ``layoutverify.adapters.triton.parse`` and compare with :func:`compare`.
 
 Every generator draws only what Triton documents as valid (powers of two where Triton requires
 them, 32 lanes for NVIDIA, CGA layouts that are permutation matrices plus broadcast bases), so a
@@ -270,7 +270,7 @@ def sweep_cases(seed: int, per_kind: int, kinds=None) -> list[tuple[str, str, tu
 def installed_version() -> str:
     """The installed Triton as the adapter's ``triton_version`` (``major.minor``), so that a sweep
     compares like with like on any installed release (3.9 when Triton is absent or newer)."""
-    from adapters.triton import version
+    from layoutverify.adapters.triton import version
     return version.default()
 
 
@@ -287,7 +287,7 @@ def have_triton() -> bool:
 
 def oracle(cases, raw: bool = False):
     """Triton's layouts for ``[(text, shape), ...]``: Layout or NativeError per case."""
-    from adapters.triton.native import native_many
+    from layoutverify.adapters.triton.native import native_many
     return native_many(list(cases), raw=raw)
 
 
@@ -351,7 +351,7 @@ def run_sweep(cases, parse, theirs=None, triton_version: str | None = None) -> T
     ``theirs``: Triton's answers if already computed (else asked now). Equal cases are kept in
     ``tally.layouts`` as ``(kind, text, triton_layout)``."""
     triton_version = triton_version or TRITON_VERSION
-    from verifier.errors import LayoutError
+    from layoutverify.core.errors import LayoutError
     if theirs is None:
         theirs = oracle([(text, shape) for _, text, shape in cases])
     tally = Tally()

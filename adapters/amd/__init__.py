@@ -20,14 +20,14 @@ MFMA; 32 or 64 for WMMA), ``warp`` (1), ``block`` (1); logical dims ``dim0`` = r
 column (A: M x K, B: K x N, C/D: M x N), with a leading ``block`` dim for multi-block MFMA
 (``_2b``, ``_4b``, ``_16b``). Modifiers (BLGP, CBSZ, ABID, OPSEL) are taken as 0.
 :func:`list_fragments` lists every accepted canonical name; the rules are in
-:mod:`adapters.amd.cdna` and :mod:`adapters.amd.rdna`.
+:mod:`layoutverify.adapters.amd.cdna` and :mod:`layoutverify.adapters.amd.rdna`.
 """
 from __future__ import annotations
 
 import re
 
-from verifier.errors import LayoutError, UnsupportedError
-from verifier.layout import Layout
+from layoutverify.core.errors import LayoutError, UnsupportedError
+from layoutverify.core.layout import Layout
 
 from ..ptx.fragment import Fragment
 from ..ptx.syntax import error, tokenize

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifier.errors import UnsupportedError
+from layoutverify.core.errors import UnsupportedError
 
 from ..ptx.fragment import Fragment
 

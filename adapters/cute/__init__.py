@@ -1,4 +1,4 @@
-"""CuTe adapter: CuTe layout text -> canonical :class:`~verifier.layout.Layout`.
+"""CuTe adapter: CuTe layout text -> canonical :class:`~layoutverify.core.layout.Layout`.
 
 Accepted text (``cute:`` specs), as CuTe prints it or as CuTe C++ spells the algebra:
 
@@ -24,7 +24,7 @@ What the canonical form means:
 * a plain or composed layout is a **memory layout** by default (``as_="memory"``): hardware
   ``offset`` -> logical dims, one per top-level mode (``dim0`` = first mode = row); the layout is
   inverted, and a layout that is not a bijection onto ``0..cosize-1`` raises
-  :class:`~verifier.errors.NotInvertibleError` with a witness. ``as_="function"`` gives the CuTe
+  :class:`~layoutverify.core.errors.NotInvertibleError` with a witness. ``as_="function"`` gives the CuTe
   function itself (``mode0, mode1, ...`` -> ``dim0`` = offset). See :mod:`.canonical`.
 * a TV layout is a **register layout**: ``register`` = CuTe value, ``lane``/``warp`` from the
   thread, logical ``(row, col)`` of the operand with A M x K, B K x N (CuTe's N x K transposed),
@@ -38,8 +38,8 @@ width of copy atoms, default 16). Unknown options are ignored.
 """
 from __future__ import annotations
 
-from verifier.errors import LayoutError
-from verifier.layout import Layout
+from layoutverify.core.errors import LayoutError
+from layoutverify.core.layout import Layout
 
 from .atoms import CopyAtom, MmaAtom, copy_atoms, mma_atoms
 from .canonical import function_layout, memory_layout

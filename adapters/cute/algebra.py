@@ -24,7 +24,7 @@ tilers applied mode by mode. Operations on a :class:`ComposedLayout` act on its 
 """
 from __future__ import annotations
 
-from verifier.errors import LayoutError, UnsupportedError
+from layoutverify.core.errors import LayoutError, UnsupportedError
 
 from .layout import (UNDERSCORE, CuteLayout, IntTuple, Underscore, ceil_div, compact_left, compact_right,
                      fmt, is_int, is_tuple, leaves, make_layout, product, product_each, unwrap, wrap)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from verifier.errors import LayoutError, UnsupportedError
+from layoutverify.core.errors import LayoutError, UnsupportedError
 
 from .layout import CuteLayout
 from .swizzle import ComposedLayout

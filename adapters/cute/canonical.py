@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from verifier import expr as E
-from verifier.errors import LayoutError, NotInvertibleError, SizeLimitError, UnsupportedError
-from verifier.layout import MAX_TABLE_LOCATIONS, Layout
+from layoutverify.core import expr as E
+from layoutverify.core.errors import LayoutError, NotInvertibleError, SizeLimitError, UnsupportedError
+from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
 
 from .layout import CuteLayout, is_tuple, leaves
 from .swizzle import ComposedLayout, Swizzle

@@ -26,7 +26,7 @@ Functions (CuTe C++ names; ``cute::`` prefixes are accepted):
 """
 from __future__ import annotations
 
-from verifier.errors import LayoutError, ParseError
+from layoutverify.core.errors import LayoutError, ParseError
 
 from . import algebra as A
 from .atoms import CopyAtom, MmaAtom, find_atom, smem_atom, smem_atom_names, type_bits

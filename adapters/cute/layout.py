@@ -23,7 +23,7 @@ from typing import Iterator, Union
 
 import numpy as np
 
-from verifier.errors import LayoutError, SizeLimitError, UnsupportedError
+from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedError
 
 IntTuple = Union[int, tuple]
 
@@ -271,7 +271,7 @@ class CuteLayout:
     def offsets(self) -> np.ndarray:
         """Offsets of every 1-D coordinate ``0 .. size-1``."""
         n = self.size()
-        from verifier.layout import MAX_TABLE_LOCATIONS
+        from layoutverify.core.layout import MAX_TABLE_LOCATIONS
         if n > MAX_TABLE_LOCATIONS:
             raise SizeLimitError(f"layout {self} has {n} coordinates, more than the table limit {MAX_TABLE_LOCATIONS}")
         idx = np.arange(n, dtype=np.int64)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from verifier.errors import ParseError
+from layoutverify.core.errors import ParseError
 
 MAX_NESTING = 100
 MAX_TOKENS = 200_000

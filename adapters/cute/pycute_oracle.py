@@ -10,7 +10,7 @@ inputs; ``tests/test_cute_pycute.py`` lists them. A pycute failure becomes :clas
 """
 from __future__ import annotations
 
-from verifier.errors import LayoutError, NativeError, UnsupportedError
+from layoutverify.core.errors import LayoutError, NativeError, UnsupportedError
 
 from .layout import CuteLayout
 from .parser import Chain, LayoutLit, Name, Num, Smem, Tup, Under, parse_text

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verifier import expr as E
-from verifier.errors import LayoutError, UnsupportedError
+from layoutverify.core import expr as E
+from layoutverify.core.errors import LayoutError, UnsupportedError
 
 from .layout import CuteLayout
 

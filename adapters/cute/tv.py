@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verifier import expr as E
-from verifier.errors import LayoutError, NotInvertibleError, UnsupportedError
-from verifier.layout import Layout
+from layoutverify.core import expr as E
+from layoutverify.core.errors import LayoutError, NotInvertibleError, UnsupportedError
+from layoutverify.core.layout import Layout
 
 from . import algebra as A
 from .atoms import CopyAtom, MmaAtom

@@ -25,7 +25,7 @@ the operand letter is written upper case in canonical names::
 
     ldmatrix[.sync][.aligned][.m8n8].x1|x2|x4[.trans][.shared[::cta]][.b16]   (also stmatrix)
       the 8*num x 8 tile whose rows the threads address (``shape`` may rearrange the 8x8
-      matrices, see :mod:`adapters.ptx.ldmatrix`); e.g. ldmatrix.x4, ldmatrix.x2.trans
+      matrices, see :mod:`layoutverify.adapters.ptx.ldmatrix`); e.g. ldmatrix.x4, ldmatrix.x2.trans
 
 Canonical form: hardware dims ``register`` (per-thread element index in the ISA's order, packed
 registers unpacked: a0, a1, ...), ``lane`` (32), ``warp`` (1; 4 = the warpgroup for wgmma),
@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import re
 
-from verifier.errors import LayoutError, UnsupportedError
-from verifier.layout import Layout
+from layoutverify.core.errors import LayoutError, UnsupportedError
+from layoutverify.core.layout import Layout
 
 from . import ldmatrix as _ldm
 from . import mma as _mma

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from verifier import expr as E
-from verifier.layout import Layout
+from layoutverify.core import expr as E
+from layoutverify.core.layout import Layout
 
 Coords = Callable[[E.Expr, E.Expr, E.Expr], tuple]
 

@@ -25,7 +25,7 @@ The canonical layout describes the *tile in memory* that the row addresses point
 """
 from __future__ import annotations
 
-from verifier.errors import LayoutError
+from layoutverify.core.errors import LayoutError
 
 from .fragment import Fragment
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from verifier.errors import ParseError
+from layoutverify.core.errors import ParseError
 
 MAX_NAME = 256
 _TOKEN = re.compile(r"[A-Za-z0-9_:]+")

@@ -1,9 +1,9 @@
 """Tilus adapter: Tilus register and shared layout expressions -> canonical layouts.
 
 Accepted text (Python syntax, parsed with ``ast``, never evaluated; see
-:mod:`adapters.tilus.syntax` for the whitelist and limits):
+:mod:`layoutverify.adapters.tilus.syntax` for the whitelist and limits):
 
-* register layouts (:mod:`adapters.tilus.register`): ``spatial(8, 4)``, ``local(2, 1)``,
+* register layouts (:mod:`layoutverify.adapters.tilus.register`): ``spatial(8, 4)``, ``local(2, 1)``,
   ``column_spatial``, ``column_local``, ``repeat`` (old name of ``local``, used in Tilus's docs),
   ``replicated(4, 4, num_workers=2)``, ``auto_local_spatial(128, [64, 64])``, ``ranks=[...]``,
   chains ``local(2, 1).spatial(8, 4).local(1, 2)``, ``compose(a, b)`` / ``a * b``, ``reduce(a,
@@ -11,7 +11,7 @@ Accepted text (Python syntax, parsed with ``ast``, never evaluated; see
   ``reshape``, ``flatten`` (``end_dim`` inclusive, as documented), ``squeeze``, ``unsqueeze``,
   ``concat``, ``divide(a, b)`` / ``a / b``, ``left_divide``, ``register_layout(...)`` and the printed
   form ``RegisterLayout(shape=[...], mode_shape=[...], spatial_modes=[...], local_modes=[...])``;
-* shared layouts (:mod:`adapters.tilus.shared`): ``shared_row_major``, ``shared_column_major``,
+* shared layouts (:mod:`layoutverify.adapters.tilus.shared`): ``shared_row_major``, ``shared_column_major``,
   ``shared_row_major_swizzle``, ``shared_layout``, ``SharedLayout(...)`` as tilus prints it,
   ``Swizzle(base, bits, shift)``, ``shared_compose``/``permute``/``reshape``/``unsqueeze``/``slice``.
 
@@ -24,15 +24,15 @@ register`` and ``thread_id t -> lane = t % warp_size, warp = t // warp_size`` (o
 """
 from __future__ import annotations
 
-from verifier.errors import LayoutError
-from verifier.layout import Layout
+from layoutverify.core.errors import LayoutError
+from layoutverify.core.layout import Layout
 
 from . import register as reg
 from . import shared as sh
 from . import syntax
 from . import oracle as _native_oracle   # noqa: F401  (tilus itself is imported lazily)
 
-# The oracle's conversion helpers live in :mod:`adapters.tilus.oracle` (not ``native``, so that the
+# The oracle's conversion helpers live in :mod:`layoutverify.adapters.tilus.oracle` (not ``native``, so that the
 # submodule can never shadow the adapter-interface function ``native`` below).
 
 __all__ = ["parse", "native", "build", "to_tilus_text"]
@@ -134,8 +134,8 @@ def _check_shape(layout: Layout, shape, text: str) -> Layout:
 
 
 def build(text: str):
-    """Our model of ``text``: a :class:`~adapters.tilus.register.RegisterModes` or
-    :class:`~adapters.tilus.shared.SharedModes`."""
+    """Our model of ``text``: a :class:`~layoutverify.adapters.tilus.register.RegisterModes` or
+    :class:`~layoutverify.adapters.tilus.shared.SharedModes`."""
     value = syntax.evaluate(text, OurBackend(text))
     if not isinstance(value, (reg.RegisterModes, sh.SharedModes)):
         raise LayoutError(f"{text[:60]!r} is not a layout (it evaluates to a {type(value).__name__})")
@@ -143,7 +143,7 @@ def build(text: str):
 
 
 def parse(text: str, shape=None, **options) -> Layout:
-    """Parse a Tilus layout expression into a canonical :class:`~verifier.layout.Layout`."""
+    """Parse a Tilus layout expression into a canonical :class:`~layoutverify.core.layout.Layout`."""
     warp_size = _options(options)
     model = build(text)
     name = "tilus:" + " ".join(text.split())[:80]

@@ -8,15 +8,15 @@ canonical form with tilus's own mapping functions:
   ``s``/``l``, evaluated over every (thread, local) pair by tilus's ``vectorized_evaluate``;
 * shared layouts: ``SharedLayout.as_numpy_grid()`` (offset of every element), inverted.
 
-Thread/warp numbering is the same as :mod:`adapters.tilus.register`'s (DESIGN.md §1).
-Anything tilus raises becomes a :class:`~verifier.errors.NativeError`.
+Thread/warp numbering is the same as :mod:`layoutverify.adapters.tilus.register`'s (DESIGN.md §1).
+Anything tilus raises becomes a :class:`~layoutverify.core.errors.NativeError`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from verifier.errors import LayoutError, NativeError, UnsupportedError
-from verifier.layout import MAX_TABLE_LOCATIONS, Layout, logical_dims
+from layoutverify.core.errors import LayoutError, NativeError, UnsupportedError
+from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout, logical_dims
 
 from . import syntax
 from .shared import _invert_offsets

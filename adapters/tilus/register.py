@@ -19,7 +19,7 @@ warp_size``, ``warp = t // warp_size`` (``warp_size`` option, 32 by default, 64 
 for thread counts that are not a multiple of the warp size**: when a layout has ``T <= warp_size``
 threads it is one warp of ``T`` lanes (``lane`` has size ``T``); when ``T > warp_size``, ``T`` must
 be a multiple of ``warp_size`` (``lane = warp_size``, ``warp = T / warp_size``), otherwise it is a
-:class:`~verifier.errors.LayoutError` (a partial last warp has no canonical form).
+:class:`~layoutverify.core.errors.LayoutError` (a partial last warp has no canonical form).
 
 Operations (``compose``/``*``, ``reduce``, ``reduce_to``, ``permute``, ``reshape``, ``flatten``,
 ``squeeze``, ``unsqueeze``, ``concat``, ``divide``/``/``, ``left_divide``, creation functions) follow
@@ -42,9 +42,9 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from verifier import expr as E
-from verifier.errors import LayoutError, UnsupportedError, SizeLimitError
-from verifier.layout import Layout, logical_dims
+from layoutverify.core import expr as E
+from layoutverify.core.errors import LayoutError, UnsupportedError, SizeLimitError
+from layoutverify.core.layout import Layout, logical_dims
 
 #: Largest size of one tensor dimension, mode or replication factor.
 MAX_SIZE = 1 << 24
@@ -193,7 +193,7 @@ class RegisterModes:
         """Merge modes adjacent both in their dim and in their (spatial or local) list.
 
         Two layouts with the same mode form after this are the same map; the converse need not
-        hold (compare canonical :class:`~verifier.layout.Layout` s for that). With
+        hold (compare canonical :class:`~layoutverify.core.layout.Layout` s for that). With
         ``across_dims``, modes adjacent in the flat (row-major) digit order merge even across a
         dim boundary; the merged mode is put in the first one's dim (only meaningful as a step of
         :func:`reshape`, which reassigns dims).

@@ -24,10 +24,10 @@ Text syntax (tilus 0.2.0 function names; all arguments integers or integer lists
 Canonical form (DESIGN.md §1): a *memory layout* ``(offset, block) -> (dim0, dim1, ...)``, the
 inverse of the map above: hardware ``offset`` (elements, size = number of elements) to the
 logical index stored there. That needs the map to be a bijection onto ``[0, size)``: padded
-strides (holes) or overlapping strides give a :class:`~verifier.errors.NotInvertibleError` that
+strides (holes) or overlapping strides give a :class:`~layoutverify.core.errors.NotInvertibleError` that
 says which offset or element is the problem.
 
-``shared_compose`` of a swizzled operand is refused (:class:`~verifier.errors.UnsupportedError`):
+``shared_compose`` of a swizzled operand is refused (:class:`~layoutverify.core.errors.UnsupportedError`):
 tilus 0.2.0 silently drops both operands' swizzles there.
 """
 from __future__ import annotations
@@ -37,9 +37,9 @@ from typing import Sequence
 
 import numpy as np
 
-from verifier import expr as E
-from verifier.errors import LayoutError, NotInvertibleError, SizeLimitError, UnsupportedError
-from verifier.layout import MAX_TABLE_LOCATIONS, Layout, logical_dims
+from layoutverify.core import expr as E
+from layoutverify.core.errors import LayoutError, NotInvertibleError, SizeLimitError, UnsupportedError
+from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout, logical_dims
 
 from .register import MAX_ELEMENTS, MAX_RANK, MAX_SIZE, _check_shape, _prod
 
@@ -66,7 +66,7 @@ class Swizzle:
         return ((1 << self.bits) - 1) << (self.base + self.shift)
 
     def apply(self, x):
-        """Works on ints, numpy arrays and :class:`~verifier.expr.Expr`."""
+        """Works on ints, numpy arrays and :class:`~layoutverify.core.expr.Expr`."""
         if self.bits == 0:
             return x
         return x ^ ((x & self.y_mask()) >> self.shift)

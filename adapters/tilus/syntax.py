@@ -10,7 +10,7 @@ The text is a Python-like expression built only from whitelisted calls::
 Reading happens in two steps:
 
 1. :func:`parse_tree` checks the raw tokens (length, bracket nesting, chain length: so a 10,000-deep
-   expression is a clear :class:`~verifier.errors.ParseError`, not a ``RecursionError``), runs
+   expression is a clear :class:`~layoutverify.core.errors.ParseError`, not a ``RecursionError``), runs
    ``ast.parse`` and converts the Python AST into a small tree of :class:`Num`, :class:`Seq`,
    :class:`Call`, :class:`Method` and :class:`BinOp` nodes. Only integer literals (optionally
    negated), ``True``/``False``/``None``, list/tuple literals, calls of whitelisted function names,
@@ -18,8 +18,8 @@ Reading happens in two steps:
    else (other names, attribute reads such as ``__class__``, floats, strings, ``**kwargs``) is a
    ``ParseError`` naming the token and its 1-based column.
 2. :func:`evaluate` walks that tree with a *backend*: our own re-implementation
-   (:mod:`adapters.tilus.register`, :mod:`adapters.tilus.shared`) or the installed tilus package
-   (:mod:`adapters.tilus.oracle`). Arguments are bound against :data:`FUNCTIONS`/:data:`METHODS`,
+   (:mod:`layoutverify.adapters.tilus.register`, :mod:`layoutverify.adapters.tilus.shared`) or the installed tilus package
+   (:mod:`layoutverify.adapters.tilus.oracle`). Arguments are bound against :data:`FUNCTIONS`/:data:`METHODS`,
    which mirror tilus 0.2.0's signatures, so both backends see the same, checked arguments.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from verifier.errors import LayoutError, ParseError
+from layoutverify.core.errors import LayoutError, ParseError
 
 #: Longest accepted text (characters).
 MAX_TEXT = 20_000

@@ -1,4 +1,4 @@
-"""Triton adapter: TTGIR layout text -> canonical :class:`~verifier.layout.Layout`.
+"""Triton adapter: TTGIR layout text -> canonical :class:`~layoutverify.core.layout.Layout`.
 
 ``parse(text, shape=None, **options)`` accepts what Triton prints (see :mod:`.parser`): an
 encoding attribute with a ``shape``, a whole ``tensor<64x64xf16, #ttg....>`` /
@@ -56,8 +56,8 @@ from __future__ import annotations
 
 import importlib
 
-from verifier.errors import LayoutError, UnsupportedError
-from verifier.layout import Layout
+from layoutverify.core.errors import LayoutError, UnsupportedError
+from layoutverify.core.layout import Layout
 
 from . import linear as _linear  # noqa: F401  (registers linear, blocked, slice, dot_op)
 from . import version

@@ -1,6 +1,6 @@
 """Triton's AMD matrix-core encodings as canonical layouts.
 
-Handles three TTGIR attribute kinds (registered in :mod:`adapters.triton.attr`):
+Handles three TTGIR attribute kinds (registered in :mod:`layoutverify.adapters.triton.attr`):
 
 * ``#ttg.amd_mfma<{version = 3, warpsPerCTA = [2, 2], instrShape = [32, 32, 8], isTransposed = true,
   tilesPerWarp = [2, 1], elementBitWidth = 64, CGALayout = [[1, 0]]}>`` -- the accumulator (C/D)
@@ -18,22 +18,22 @@ Handles three TTGIR attribute kinds (registered in :mod:`adapters.triton.attr`):
 
 Conventions. Hardware dims are Triton's ``register, lane, warp, block``; logical dims ``dim0, dim1
 (, dim2)``, ``dim0`` the row (M for C and A, K for B), a batch dim first. The layouts are built
-with the linear-layout algebra Triton uses (:class:`~adapters.triton.linear.LL`: ``identity1D``,
+with the linear-layout algebra Triton uses (:class:`~layoutverify.adapters.triton.linear.LL`: ``identity1D``,
 products, and fitting the tile to the tensor), so the bases equal
 ``GluonOpBuilder.to_linear_layout``'s exactly, not only up to equivalence. The formulas are those
 of ``lib/Dialect/TritonGPU/IR/LinearLayoutConversions.cpp`` for Triton 3.9, with the older releases'
-differences (option ``triton_version``, table in :mod:`adapters.triton`), checked against the
+differences (option ``triton_version``, table in :mod:`layoutverify.adapters.triton`), checked against the
 installed Triton by ``tests/test_triton_amd.py`` (run there with Triton 3.6.0, 3.7.1, 3.8.0, 3.9.0).
 
-The CGA (``block``) arrangement is read by :func:`adapters.triton.cga.cga_bases`
+The CGA (``block``) arrangement is read by :func:`layoutverify.adapters.triton.cga.cga_bases`
 (``CGALayout = [[...]]`` or the older ``CTAsPerCGA / CTASplitNum / CTAOrder``).
 """
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from verifier.errors import LayoutError, SizeLimitError
-from verifier.layout import Layout
+from layoutverify.core.errors import LayoutError, SizeLimitError
+from layoutverify.core.layout import Layout
 
 from . import version
 from .attr import Attr, dot_operand_parent, encoding

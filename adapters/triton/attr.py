@@ -1,6 +1,6 @@
 """The parsed form of a TTGIR layout attribute, shared by the Triton adapter's modules.
 
-The parser (``adapters.triton.parser``) turns ``#ttg.blocked<{sizePerThread = [1, 4], ...}>``
+The parser (``layoutverify.adapters.triton.parser``) turns ``#ttg.blocked<{sizePerThread = [1, 4], ...}>``
 into ``Attr(kind="blocked", params={"sizePerThread": [1, 4], ...})``. Values are ints, bools,
 strings, (nested) lists of those, or nested :class:`Attr` (``parent = #ttg.nvidia_mma<...>``).
 Encoding modules register a converter per kind with :func:`encoding`.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from verifier.errors import LayoutError
+from layoutverify.core.errors import LayoutError
 
 
 @dataclass(frozen=True)

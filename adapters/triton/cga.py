@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from verifier.errors import LayoutError
+from layoutverify.core.errors import LayoutError
 
 from .attr import Attr
 from .linear import LL, dim_names, is_pow2

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from verifier.errors import LayoutError, SizeLimitError, UnsupportedError
-from verifier.layout import Layout
+from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedError
+from layoutverify.core.layout import Layout
 
 from . import version
 from .attr import DOT_OPERAND_PARENTS, ENCODINGS, Attr, dot_operand_parent, encoding
@@ -271,7 +271,7 @@ class LL:
     # -- to the canonical form ----------------------------------------------------------------
     def to_layout(self, shape: Sequence[int] | None = None, in_dims: Sequence[str] = REGISTER_DIMS,
                   *, name: str | None = None) -> Layout:
-        """The canonical :class:`~verifier.layout.Layout`: in dims in Triton's order (absent ones
+        """The canonical :class:`~layoutverify.core.layout.Layout`: in dims in Triton's order (absent ones
         get no bases), out dims ``dim0..`` in standard order with sizes ``shape``."""
         names = dim_names(len(self.outs))
         ll = self.transpose_outs(names) if self.out_names != names else self

@@ -13,7 +13,7 @@ text is re-printed in the current syntax from our parse and tried again; the res
 ``name`` says so.
 
 Why a subprocess: a malformed encoding can abort the process inside Triton's C++
-(``LLVM ERROR``, failed assertions). A dead worker becomes :class:`~verifier.errors.NativeError`
+(``LLVM ERROR``, failed assertions). A dead worker becomes :class:`~layoutverify.core.errors.NativeError`
 for that case; the remaining cases run in a fresh worker. Many cases share one worker
 (:func:`native_many`), about a millisecond each.
 
@@ -31,13 +31,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from verifier.errors import LayoutError, NativeError
-from verifier.layout import Layout
+from layoutverify.core.errors import LayoutError, NativeError
+from layoutverify.core.layout import Layout
 
 #: seconds for one batch of cases in one worker
 BATCH_TIMEOUT = 300
 
-_ROOT = Path(__file__).resolve().parents[2]
 _ELEMENT_BY_BITS = {1: "i1", 8: "i8", 16: "f16", 32: "f32", 64: "f64"}
 
 
@@ -189,7 +188,6 @@ def _value_text(v, Attr) -> str:
 # ---------------------------------------------------------------------------------------------
 def _worker_env() -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TRITON_CACHE_DIR", tempfile.gettempdir() + "/layoutverify-triton-cache")
     env.pop("MLIR_ENABLE_DUMP", None)
     return env
@@ -205,9 +203,9 @@ def _run_batch(requests: list[dict], timeout: float) -> tuple[list[dict | None],
         while todo:
             payload = json.dumps({"diag": diag, "dir": tmp, "cases": [requests[i] for i in todo]})
             try:
-                proc = subprocess.run([sys.executable, "-m", "adapters.triton.native", "--worker"], input=payload,
+                proc = subprocess.run([sys.executable, "-m", "layoutverify.adapters.triton.native", "--worker"], input=payload,
                                       capture_output=True, text=True, timeout=timeout, env=_worker_env(),
-                                      cwd=str(_ROOT))
+                                      cwd=tmp)
             except subprocess.TimeoutExpired:
                 for i in todo:
                     results[i] = {"error": f"Triton did not answer within {timeout:.0f} s"}
@@ -280,7 +278,7 @@ def native_many(cases: Iterable, *, raw: bool = False, printed: bool = False,
     """Triton's layouts for many cases at once, in one worker process.
 
     ``cases``: ``(text, shape)``, ``(text, shape, options)`` or ``{"text", "shape", "options"}``.
-    Returns, in order, a :class:`~verifier.layout.Layout` or a :class:`NativeError` per case (with
+    Returns, in order, a :class:`~layoutverify.core.layout.Layout` or a :class:`NativeError` per case (with
     ``raw=True``: Triton's bases as a dict instead of a Layout; with ``printed=True`` as well, the
     dict also holds ``"printed"``: the module as Triton prints it, aliases and all).
     """
@@ -320,7 +318,7 @@ def native(text: str, shape=None, **options) -> Layout:
 
 
 # ---------------------------------------------------------------------------------------------
-# The worker (runs in the subprocess: ``python -m adapters.triton.native --worker``)
+# The worker (runs in the subprocess: ``python -m layoutverify.adapters.triton.native --worker``)
 # ---------------------------------------------------------------------------------------------
 def _emit(obj) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")

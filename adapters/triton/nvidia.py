@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from verifier.errors import LayoutError, UnsupportedError
-from verifier.layout import Layout
+from layoutverify.core.errors import LayoutError, UnsupportedError
+from layoutverify.core.layout import Layout
 
 from . import version
 from .attr import Attr, dot_operand_parent

@@ -21,7 +21,7 @@ nested dicts (``ctaLayout = {warp = [[0, 1]]}``). ``4 : i32`` is the int 4. A un
 Kinds drop the dialect prefix (``"blocked"``, ``"nvidia_mma"``); attributes of other dialects keep
 it (``"ttng.tensor_memory_encoding"``).
 
-Errors are :class:`~verifier.errors.ParseError` naming the offending token and its 1-based
+Errors are :class:`~layoutverify.core.errors.ParseError` naming the offending token and its 1-based
 column. Nesting deeper than :data:`MAX_DEPTH` is an error (never a RecursionError), and so are
 integers past :data:`MAX_INT` and tensors of more than :data:`MAX_ELEMENTS` elements.
 """
@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifier.errors import LayoutError, ParseError
+from layoutverify.core.errors import LayoutError, ParseError
 
 from .attr import Attr
 

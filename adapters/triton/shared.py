@@ -69,9 +69,9 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping, Sequence
 
-from verifier import expr as E
-from verifier.errors import LayoutError, NotInvertibleError, SizeLimitError, UnsupportedError
-from verifier.layout import Layout
+from layoutverify.core import expr as E
+from layoutverify.core.errors import LayoutError, NotInvertibleError, SizeLimitError, UnsupportedError
+from layoutverify.core.layout import Layout
 
 from . import version
 from .attr import Attr, encoding

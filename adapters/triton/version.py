@@ -1,7 +1,7 @@
 """Which Triton release's ``toLinearLayout`` the adapter reproduces (the ``triton_version`` option).
 
 Triton 3.6 through 3.9 are supported. A few results differ between releases (the table is in
-:mod:`adapters.triton`'s docstring); every converter reads the release from its options with
+:mod:`layoutverify.adapters.triton`'s docstring); every converter reads the release from its options with
 :func:`of` and branches with :func:`before` / :func:`at_least`.
 
 The option accepts ``"3.6"`` .. ``"3.9"`` (also ``"3.6.0"``, ``"v3.7.1"``, the float ``3.8``).
@@ -14,7 +14,7 @@ import re
 from functools import lru_cache
 from typing import Mapping
 
-from verifier.errors import LayoutError
+from layoutverify.core.errors import LayoutError
 
 SUPPORTED = ("3.6", "3.7", "3.8", "3.9")
 NEWEST = SUPPORTED[-1]

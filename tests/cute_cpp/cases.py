@@ -1,7 +1,7 @@
 """Seeded random CuTe layouts and algebra expressions, written both in layoutverify's CuTe text and
 as CuTe C++ (so the same case runs through our adapter, through CuTe C++ and through pycute).
 
-A :class:`Case` is ``op(args...)``; ``text`` is what ``adapters.cute`` parses, ``cpp`` what the
+A :class:`Case` is ``op(args...)``; ``text`` is what ``layoutverify.adapters.cute`` parses, ``cpp`` what the
 generated C++ program evaluates. Cases that CuTe C++ would reject at compile time (its
 divisibility ``static_assert`` s) are left out by asking our implementation first: if ours accepts
 a case that C++ rejects, the program fails to compile and the test fails, naming the case line.
@@ -11,9 +11,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from adapters.cute.layout import CuteLayout, Underscore, is_tuple, leaves
-from adapters.cute.swizzle import ComposedLayout, Swizzle
-from verifier.errors import LayoutError
+from layoutverify.adapters.cute.layout import CuteLayout, Underscore, is_tuple, leaves
+from layoutverify.adapters.cute.swizzle import ComposedLayout, Swizzle
+from layoutverify.core.errors import LayoutError
 
 # ---------------------------------------------------------------------------------------------
 # printing a value as our text, as C++, as pycute
@@ -168,7 +168,7 @@ def rand_tiler(rng, layout: CuteLayout):
 
 # ---------------------------------------------------------------------------------------------
 def _accepts(case: Case) -> bool:
-    from adapters.cute import evaluate
+    from layoutverify.adapters.cute import evaluate
     try:
         v = evaluate(case.text)
     except LayoutError:
@@ -294,8 +294,8 @@ SMEM_ATOMS = [f"Layout_{m}_{s}_Atom" for m in ("K", "MN") for s in ("INTER", "SW
 
 
 def atom_cases() -> list[AtomCase]:
-    from adapters.cute import evaluate
-    from adapters.cute.atoms import copy_atoms, mma_atoms
+    from layoutverify.adapters.cute import evaluate
+    from layoutverify.adapters.cute.atoms import copy_atoms, mma_atoms
     out: list[AtomCase] = []
     for name, atom in mma_atoms().items():
         t = f"MMA_Traits<{cpp_mma_type(name)}>"

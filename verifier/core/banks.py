@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import LayoutError, SizeLimitError
-from .layout import Layout, table_from_bases
+from layoutverify.core.errors import LayoutError, SizeLimitError
+from layoutverify.core.layout import Layout, table_from_bases
 
 NUM_BANKS = 32
 WORD_BYTES = 4
@@ -58,7 +58,7 @@ MAX_LOCATIONS = 1 << 22
 
 
 # ---------------------------------------------------------------------------------------------
-# Table helpers shared with verifier.conversion
+# Table helpers shared with layoutverify.core.conversion
 def distributed_columns(layout: Layout, what: str = "layout") -> dict[str, np.ndarray]:
     """``register, lane, warp, block`` index of every hardware location of a distributed layout
     (flat order, missing dims are 0) plus ``element``: its flat row-major logical index."""

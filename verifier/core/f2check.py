@@ -2,13 +2,13 @@
 
 A layout with power-of-two sizes is F2-linear iff it equals the XOR of its candidate bases
 ``L(2**i)`` at every hardware location. Over a table that is one numpy comparison
-(:class:`~verifier.layout.Layout` does it); past the table limit this module asks z3 to refute
+(:class:`~layoutverify.core.layout.Layout` does it); past the table limit this module asks z3 to refute
 ``exists x: L(x) != XOR_i x_i * L(2**i)``. A timeout counts as *not proven linear*, so the layout
 is then treated by the general (non-F2) path, which stays sound.
 """
 from __future__ import annotations
 
-from . import expr as E
+from layoutverify.core import expr as E
 
 
 def prove_f2_linear(layout, bases, timeout_ms: int = 10_000) -> bool:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import UnsupportedError
-from .layout import Layout
+from layoutverify.core.errors import UnsupportedError
+from layoutverify.core.layout import Layout
 
 
 def _bases_for_gluon(layout: Layout) -> tuple[list, list, list, list, list[int]]:

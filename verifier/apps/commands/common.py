@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from adapters import parse_shape, parse_spec, split_spec
+from layoutverify.adapters import parse_shape, parse_spec, split_spec
 
 TRITON_VERSIONS = ("3.6", "3.7", "3.8", "3.9")
 

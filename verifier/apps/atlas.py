@@ -2,7 +2,7 @@
 
 Rows are *fragments* (one operand of one instruction: ``mma.m16n8k16.f16.A``, ``wgmma.m64n64k16.f32.D``,
 ``ldmatrix.x4``, ``v_mfma_f32_32x32x8_f16.C``, ...). Columns are frameworks (Triton, CuTe, Tilus, IREE).
-A cell comes from the atlas corpus (``corpora/atlas/*.toml``, format in :mod:`verifier.corpus`): claims
+A cell comes from the atlas corpus (``corpora/atlas/*.toml``, format in :mod:`layoutverify.apps.corpus`): claims
 with ``fragment`` and ``framework`` fields whose side ``a`` is the ISA fragment (``ptx:`` / ``amd:``) and
 side ``b`` the framework's layout for that instruction, and ``[[inexpressible]]`` entries for cells the
 framework cannot express (with the reason). A cell reads:
@@ -21,33 +21,34 @@ otherwise, and the atlas lists it with its note and witness.
 adapter's parse of the same text. Where the claim names a ``native`` reference, that is where the
 framework's own definition lives; otherwise the text itself goes to the framework:
 
-* Triton: the text through Triton's own parser and ``toLinearLayout`` (:func:`adapters.triton.native.native_many`,
+* Triton: the text through Triton's own parser and ``toLinearLayout`` (:func:`layoutverify.adapters.triton.native.native_many`,
   one subprocess for all Triton cells);
 * Tilus: ``native = "mma_dot:NAME:A|B|C"`` (``AtomicMmaConfig`` of ``tilus.ir.instructions.cuda.mma_dot``),
   ``"ldmatrix:NBYTES:false|true"`` / ``"stmatrix:..."`` (``tilus.ir.layout.cuda.ldmatrix``),
   ``"wgmma:M,N,INST_M,INST_N,INST_K"`` (``generate_wgmma_register_layout`` of Tilus's wgmma layout rule),
   mapped to the canonical form by Tilus's own ``get_global``; otherwise Tilus builds the expression
-  (:func:`adapters.tilus.native`);
-* IREE: ``iree-opt`` distributes the nested layout (:func:`adapters.iree.native`);
-* CuTe: :func:`adapters.cute.native` when that adapter offers one; otherwise the cell says native
+  (:func:`layoutverify.adapters.tilus.native`);
+* IREE: ``iree-opt`` distributes the nested layout (:func:`layoutverify.adapters.iree.native`);
+* CuTe: :func:`layoutverify.adapters.cute.native` when that adapter offers one; otherwise the cell says native
   checking is unavailable.
 """
 from __future__ import annotations
 
 import html
 import importlib
+import importlib.resources
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .claims import Outcome, check_claims
-from .corpus import Claim, Corpus, load as load_corpus
-from .errors import LayoutError, NativeError, UnsupportedError
+from layoutverify.apps.claims import Outcome, check_claims
+from layoutverify.apps.corpus import Claim, Corpus, load as load_corpus
+from layoutverify.core.errors import LayoutError, NativeError, UnsupportedError
 
 #: preferred column order; other frameworks found in the corpus follow
 COLUMNS = ("triton", "cute", "tilus", "iree")
 DIFFERS = ("not_equal", "different_tensors")
-DEFAULT_CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "atlas"
+DEFAULT_CORPUS = Path(str(importlib.resources.files("layoutverify.corpora") / "atlas"))
 
 _ICON = {"equal": "✅", "equal_up_to_register_order": "🔁", "differs": "❌", "inexpressible": "—",
          "error": "⚠️", "unavailable": "·"}
@@ -249,7 +250,7 @@ def build(paths=None, *, native: bool = False, jobs: int | None = None, progress
 # Native answers
 # ---------------------------------------------------------------------------------------------
 def _split(spec: str) -> tuple[str, str]:
-    from adapters import split_spec
+    from layoutverify.adapters import split_spec
     return split_spec(spec)
 
 
@@ -278,7 +279,7 @@ def native_answers(claims: list[Claim]) -> list[Native]:
             out[i] = Native("error", message=str(e))
     if triton_cases:
         try:
-            from adapters.triton.native import native_many
+            from layoutverify.adapters.triton.native import native_many
             res = native_many(triton_cases)
         except (ImportError, LayoutError) as e:
             res = [_Unavailable(f"Triton native unavailable: {e}")] * len(triton_cases)
@@ -305,15 +306,15 @@ def _native_one(fw: str, text: str, claim: Claim):
     if fw == "tilus":
         if claim.native:
             return tilus_instruction_layout(claim.native), f"tilus {claim.native}"
-        mod = _import("adapters.tilus", fw)
+        mod = _import("layoutverify.adapters.tilus", fw)
         return _guard(lambda: mod.native(text, shape=claim.shape_b, **claim.options_b), fw), "tilus (expression)"
     if fw == "iree":
-        mod = _import("adapters.iree", fw)
+        mod = _import("layoutverify.adapters.iree", fw)
         return _guard(lambda: mod.native(text, shape=claim.shape_b, **claim.options_b), fw), "iree-opt"
     if fw == "cute":
-        mod = _import("adapters.cute", fw)
+        mod = _import("layoutverify.adapters.cute", fw)
         if not hasattr(mod, "native"):
-            raise _Unavailable("adapters.cute has no native() (CuTe's C++ MMA/Copy_Traits are not wired in); "
+            raise _Unavailable("layoutverify.adapters.cute has no native() (CuTe's C++ MMA/Copy_Traits are not wired in); "
                                "the CuTe cell is our transcription of CUTLASS's traits only")
         try:
             return _guard(lambda: mod.native(text, shape=claim.shape_b, **claim.options_b), fw), "cute (pycute)"
@@ -341,10 +342,10 @@ def _guard(fn, fw: str):
 
 
 def _judge(claim: Claim, native_layout, source: str) -> Native:
-    from adapters import parse_spec
+    from layoutverify.adapters import parse_spec
 
-    from .claims import _jsonable
-    from .compare import compare
+    from layoutverify.apps.claims import _jsonable
+    from layoutverify.core.compare import compare
     try:
         spec = parse_spec(claim.a, shape=claim.shape_a, **claim.options_a)
         ours = parse_spec(claim.b, shape=claim.shape_b, **claim.options_b)
@@ -393,7 +394,7 @@ def tilus_instruction_layout(ref: str):
         raise
     except Exception as e:  # tilus's own assertion errors
         raise NativeError(f"tilus failed on {ref!r}: {type(e).__name__}: {e}") from None
-    conv = importlib.import_module("adapters.tilus.oracle")
+    conv = importlib.import_module("layoutverify.adapters.tilus.oracle")
     return conv.register_to_layout(lay, name=f"tilus-native:{ref}")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from verifier.snapshot import diff, load_golden
+from layoutverify.apps.snapshot import diff, load_golden
 
 
 def register(sub) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 
-from .snapshot import Entry
+from layoutverify.apps.snapshot import Entry
 
 
 def _blocked(spt, tpw, wpc, order):

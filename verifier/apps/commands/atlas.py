@@ -1,4 +1,4 @@
-"""``layoutverify atlas``: the fragment x framework matrix (see :mod:`verifier.atlas`).
+"""``layoutverify atlas``: the fragment x framework matrix (see :mod:`layoutverify.apps.atlas`).
 
 Prints a compact matrix; ``--markdown`` / ``--html`` / ``--json`` write the full report.
 ``--native`` asks the installed frameworks for their own layouts. Exit 0 when every atlas claim
@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from verifier import atlas as A
-from verifier.claims import progress_bar
-from verifier.errors import LayoutError
+from layoutverify.apps import atlas as A
+from layoutverify.apps.claims import progress_bar
+from layoutverify.core.errors import LayoutError
 
 
 def register(sub) -> None:
@@ -39,7 +39,7 @@ def run(args) -> int:
     atlas = A.build(args.corpus, native=args.native, jobs=args.jobs, progress=progress_bar())
     print(A.text(atlas))
     if args.markdown:
-        from verifier.commands.check import write_markdown
+        from layoutverify.apps.commands.check import write_markdown
         write_markdown(args.markdown, A.markdown(atlas))
     if args.html:
         Path(args.html).write_text(A.render_html(atlas))

@@ -20,10 +20,10 @@ behaviour of plain warp-wide accesses.
     at every location (``replication_uniform``).
 ``registers_per_thread``, ``threads``, ``contiguity`` (register layouts)
     the register count, the number of (lane, warp, block) threads, and the elements per vector
-    along the last logical dim (:func:`verifier.conversion.contiguity`).
+    along the last logical dim (:func:`layoutverify.core.conversion.contiguity`).
 ``bank_conflicts`` (memory layouts)
     for ``element_bits``-wide elements, one warp of 32 lanes reading the tensor in three plain
-    patterns, per :mod:`verifier.banks`: ``row`` (lane ``l`` of instruction ``i`` reads the flat
+    patterns, per :mod:`layoutverify.core.banks`: ``row`` (lane ``l`` of instruction ``i`` reads the flat
     row-major element ``32*i + l``), ``column`` (the same in column-major order: the first
     logical dim fastest), both one element per lane per instruction, and ``row_vector`` (each
     lane reads 16 bytes of consecutive row-major elements, vectorized where the layout allows). Only block 0 of a multi-block memory layout is used.
@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import expr as E
-from .banks import bank_conflicts, dense_ids, element_bytes
-from .errors import LayoutError, SizeLimitError
-from .layout import Layout
+from layoutverify.core import expr as E
+from layoutverify.core.banks import bank_conflicts, dense_ids, element_bytes
+from layoutverify.core.errors import LayoutError, SizeLimitError
+from layoutverify.core.layout import Layout
 
 MAX_LOCATIONS = 1 << 22
 
@@ -70,7 +70,7 @@ def properties(layout: Layout, *, element_bits: int = 16) -> dict:
     out["replication"] = rep
     out["replication_uniform"] = uniform
     if layout.kind == "register":
-        from .conversion import contiguity
+        from layoutverify.core.conversion import contiguity
         out["registers_per_thread"] = layout.in_size("register")
         out["threads"] = layout.in_size("lane") * layout.in_size("warp") * layout.in_size("block")
         out["contiguity"] = contiguity(layout)

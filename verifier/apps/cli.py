@@ -1,6 +1,6 @@
 """The ``layoutverify`` command line.
 
-Each subcommand lives in its own module under :mod:`verifier.commands` with ``register(sub)``
+Each subcommand lives in its own module under :mod:`layoutverify.apps.commands` with ``register(sub)``
 that adds its parser and sets ``func``. Exit codes: 0 success / equal / all claims hold,
 1 not equal / a claim failed, 2 bad input, 3 unknown (solver gave up), 70 internal error.
 """
@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 
-from .errors import LayoutError
+from layoutverify.core.errors import LayoutError
 
 COMMANDS = ["show", "prove", "analyze", "check", "snapshot", "diff", "atlas"]
 
@@ -33,14 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
                 epilog="Layouts are written FRAMEWORK:TEXT, e.g. "
                        "'triton:#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], "
                        "warpsPerCTA = [4, 1], order = [1, 0]}>' or 'cute:(4,8):(8,1)'.")
-    from . import __version__
+    from layoutverify import __version__
     p.add_argument("--version", action="version", version=f"layoutverify {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
         try:
-            mod = importlib.import_module(f"verifier.commands.{name}")
+            mod = importlib.import_module(f"layoutverify.apps.commands.{name}")
         except ModuleNotFoundError as e:
-            if e.name == f"verifier.commands.{name}":
+            if e.name == f"layoutverify.apps.commands.{name}":
                 continue
             raise
         mod.register(sub)

@@ -1,6 +1,6 @@
 """z3 bit-vector queries that compare two layouts, and their SMT-LIB2 export.
 
-The layouts' symbolic maps (:mod:`verifier.expr`) are lowered to unsigned bit-vectors, one
+The layouts' symbolic maps (:mod:`layoutverify.core.expr`) are lowered to unsigned bit-vectors, one
 variable per aligned hardware dim (``register``, ``lane``, ...), wide enough that no intermediate
 value wraps (the width is the largest interval bound of any subterm, plus a spare bit). A
 hardware dim a layout lacks is pinned to 0. The queries, each asked for a counterexample so that
@@ -38,8 +38,8 @@ import weakref
 
 import numpy as np
 
-from . import expr as E
-from .errors import LayoutError
+from layoutverify.core import expr as E
+from layoutverify.core.errors import LayoutError
 
 #: The hardware dim whose numbering the per-thread set queries ignore.
 C_REG = "register"
@@ -174,7 +174,7 @@ class Query:
 
 # -- the comparison ---------------------------------------------------------------------------
 def z3_compare(pair, *, timeout_ms: int = 10_000, smt2: str | None = None):
-    """Decide ``pair`` (a :class:`verifier.compare.Pair`) with z3; see the module docstring."""
+    """Decide ``pair`` (a :class:`layoutverify.core.compare.Pair`) with z3; see the module docstring."""
     log = QueryLog() if smt2 is not None else None
     try:
         return _z3_compare(pair, timeout_ms, log)
@@ -184,14 +184,14 @@ def z3_compare(pair, *, timeout_ms: int = 10_000, smt2: str | None = None):
 
 
 def _unknown(pair, what: str, q: Query, witness=None):
-    from .compare import Result
+    from layoutverify.core.compare import Result
     return Result("unknown", "z3", witness, 0.0,
                   f"z3 gave up on {what} ({q.why or 'unknown'}); nothing is claimed")
 
 
 def _z3_compare(pair, timeout_ms, log):
     import z3
-    from . import compare as C
+    from layoutverify.core import compare as C
 
     a, b = pair.a, pair.b
     w = width_for(pair)

@@ -26,8 +26,8 @@
 
 Strategies (``method``):
 
-``f2``     both layouts F2-linear: bases compared with GF(2) ranks and spans (:mod:`verifier.f2`).
-``z3``     everything else: bit-vector queries over the symbolic maps (:mod:`verifier.smt`),
+``f2``     both layouts F2-linear: bases compared with GF(2) ranks and spans (:mod:`layoutverify.core.f2`).
+``z3``     everything else: bit-vector queries over the symbolic maps (:mod:`layoutverify.core.smt`),
            each with a time limit; every query can be written out as SMT-LIB2.
 ``table``  explicit evaluation of both tables: the independent cross-check used by tests.
 ``auto``   ``f2`` when both are F2-linear, else ``z3``.
@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import expr as E
-from . import f2 as F2
-from .errors import LayoutError, SizeLimitError, UnsupportedError
-from .layout import MAX_TABLE_LOCATIONS, Layout
+from layoutverify.core import expr as E
+from layoutverify.core import f2 as F2
+from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedError
+from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
 
 VERDICTS = ("equal", "equal_up_to_register_order", "not_equal", "different_tensors", "unknown")
 METHODS = ("auto", "f2", "z3", "table")
@@ -305,7 +305,7 @@ def _f2_data(lay: Layout) -> _F2Data | None:
     """Bit-packed bases of an F2-linear layout (cached per layout), or ``None``.
 
     Declared bases are used as they are; otherwise the bases are read off the expressions
-    symbolically (:func:`verifier.f2.linearize`, exact when it succeeds), and only when that
+    symbolically (:func:`layoutverify.core.f2.linearize`, exact when it succeeds), and only when that
     cannot decide does the layout's own exhaustive check run (``Layout.f2_bases``)."""
     try:
         return _F2_CACHE[lay]
@@ -463,6 +463,6 @@ def compare_table(pair: Pair) -> Result:
 
 # -- z3 ---------------------------------------------------------------------------------------
 def compare_z3(pair: Pair, *, timeout_ms: int = 10_000, smt2: str | None = None) -> Result:
-    """Decide with bit-vector queries (any layouts; see :mod:`verifier.smt`)."""
-    from .smt import z3_compare
+    """Decide with bit-vector queries (any layouts; see :mod:`layoutverify.core.smt`)."""
+    from layoutverify.core.smt import z3_compare
     return z3_compare(pair, timeout_ms=timeout_ms, smt2=smt2)

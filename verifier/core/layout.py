@@ -11,7 +11,7 @@ Conventions, fixed for the whole project:
   of a 2-D tile). A flat logical index is row-major: the *last* logical dim is the fastest.
 * Every hardware location holds exactly one logical element; an element may have several holders
   (replication). A layout that leaves an element without holder is *partial*.
-* The map is one :class:`~verifier.expr.Expr` per logical dim, over variables named after the
+* The map is one :class:`~layoutverify.core.expr.Expr` per logical dim, over variables named after the
   hardware dims.
 * **F2 normal form** (only when every size is a power of two and the map is checked to be
   F2-linear): ``bases[in_dim][i] = L(2**i)`` as a tuple of logical coordinates ``(dim0, dim1, ...)``,
@@ -26,8 +26,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from . import expr as E
-from .errors import LayoutError, NotInvertibleError, SizeLimitError
+from layoutverify.core import expr as E
+from layoutverify.core.errors import LayoutError, NotInvertibleError, SizeLimitError
 
 #: Largest hardware domain (number of locations) evaluated as an explicit table.
 MAX_TABLE_LOCATIONS = 1 << 24
@@ -340,7 +340,7 @@ class Layout:
         if self.in_size() <= MAX_TABLE_LOCATIONS:
             ok = np.array_equal(_table_from_bases(self.in_dims, bases, len(self.out_dims)), self.table())
         else:
-            from .f2check import prove_f2_linear
+            from layoutverify.core.f2check import prove_f2_linear
             ok = prove_f2_linear(self, bases)
         return bases if ok else None
 
@@ -535,7 +535,7 @@ class Layout:
         return np.unique(flat).size == flat.size
 
     def render(self, **kw) -> str:
-        from .render import render_grid
+        from layoutverify.core.render import render_grid
         return render_grid(self, **kw)
 
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import json
 
-from adapters import adapter, parse_shape, split_spec
+from layoutverify.adapters import adapter, parse_shape, split_spec
 
-from verifier.errors import NativeError
+from layoutverify.core.errors import NativeError
 
 from .common import add_layout_options, layout_options
 
@@ -35,7 +35,7 @@ def run(args) -> int:
     native_error = None
     if args.native:
         if not hasattr(mod, "native"):
-            from verifier.errors import UnsupportedError
+            from layoutverify.core.errors import UnsupportedError
             raise UnsupportedError(f"--native is not available for {fw}")
         try:
             native = mod.native(text, shape=shape, **opts)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import sys
 
-from verifier import corpus, reports
-from verifier.claims import check_claims, progress_bar
-from verifier.errors import LayoutError
+from layoutverify.apps import corpus, reports
+from layoutverify.apps.claims import check_claims, progress_bar
+from layoutverify.core.errors import LayoutError
 
 
 def register(sub) -> None:

@@ -20,7 +20,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .errors import LayoutError
+from layoutverify.core.errors import LayoutError
 
 
 class Expr:

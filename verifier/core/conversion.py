@@ -37,7 +37,7 @@ Numbers:
   the fastest dim; for F2 layouts whose thread offsets are aligned the two agree, but this
   definition also checks alignment and increasing order for every thread.
 * ``bank_conflicts`` (when a shared layout is given): storing ``A`` and loading ``B`` through it,
-  per :mod:`verifier.banks`.
+  per :mod:`layoutverify.core.banks`.
 """
 from __future__ import annotations
 
@@ -47,9 +47,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .banks import bank_conflicts, dense_ids, distributed_columns, element_bytes
-from .errors import LayoutError
-from .layout import Layout
+from layoutverify.core.banks import bank_conflicts, dense_ids, distributed_columns, element_bytes
+from layoutverify.core.errors import LayoutError
+from layoutverify.core.layout import Layout
 
 MECHANISMS = ("no_op", "register_permute", "intra_warp", "intra_cta", "cross_cta", "impossible")
 #: nearest-holder level of a destination -> the cheapest mechanism able to serve it
@@ -146,7 +146,7 @@ def _contiguity(c: dict, nreg: int, last: int) -> int:
 def _equal(a: Layout, b: Layout, timeout_ms: int):
     """``(equal?, method, compare witness or None)``: the checker when available, else the table."""
     try:
-        from .compare import compare
+        from layoutverify.core.compare import compare
     except ImportError:  # pragma: no cover - the checker ships with the project
         compare = None
     if compare is not None:

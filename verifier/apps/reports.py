@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
-from .claims import Outcome
+from layoutverify.apps.claims import Outcome
 
 _MARK = {"holds": "ok", "fails": "FAIL", "error": "ERROR", "known": "KNOWN"}
 

@@ -3,12 +3,12 @@
 Installed with layoutverify, it makes ``assert_layouts_equal`` available as a fixture, and it can
 be imported directly::
 
-    from verifier.pytest_plugin import assert_layouts_equal
+    from layoutverify.apps.pytest_plugin import assert_layouts_equal
 
     def test_my_pass_keeps_the_layout():
         assert_layouts_equal("triton:#ttg.blocked<...>", my_compiler_layout, shape=(64, 64))
 
-Arguments are :class:`~verifier.Layout` objects or ``FRAMEWORK:TEXT`` specs. On failure the
+Arguments are :class:`~layoutverify.Layout` objects or ``FRAMEWORK:TEXT`` specs. On failure the
 ``AssertionError`` carries the verdict, the witness (a hardware location and the two elements)
 and, for tiles of at most 1024 elements, both grids (``T{thread}:{register}`` per element).
 ``unknown`` (solver gave up) fails too: nothing is equal unproven. ``assert_layouts_equivalent``
@@ -20,18 +20,18 @@ import pytest
 
 
 def _as_layout(x, shape, options):
-    from verifier.layout import Layout
+    from layoutverify.core.layout import Layout
     if isinstance(x, Layout):
         return x
-    from adapters import parse_spec
+    from layoutverify.adapters import parse_spec
     return parse_spec(x, shape=shape, **options)
 
 
 def assert_layouts_equal(a, b, *, shape=None, shape_b=None, allow_register_order: bool = False,
                          timeout_ms: int = 20_000, **options):
     """Assert that ``a`` and ``b`` are the same layout (or, with ``allow_register_order``, equal
-    up to the numbering of registers). Returns the :class:`~verifier.compare.Result`."""
-    from verifier.compare import compare
+    up to the numbering of registers). Returns the :class:`~layoutverify.core.compare.Result`."""
+    from layoutverify.core.compare import compare
     la = _as_layout(a, shape, options)
     lb = _as_layout(b, shape_b or shape, options)
     res = compare(la, lb, timeout_ms=timeout_ms)

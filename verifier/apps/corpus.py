@@ -24,7 +24,7 @@ A corpus file holds any number of claims and named layouts::
                                     # "known" while the difference reproduces exactly, and FAILS
                                     # once it no longer does (fixed: remove ``known``).
     native = "mma_dot:m16n8k16v1_f16_f32:A"   # optional: where the atlas's --native mode gets the
-                                    # framework's own layout for side b (see verifier.atlas);
+                                    # framework's own layout for side b (see layoutverify.apps.atlas);
                                     # default: b's text through the framework's ``native``
 
     [[inexpressible]]               # an atlas cell the framework cannot express (and why)
@@ -37,7 +37,7 @@ A corpus file holds any number of claims and named layouts::
     spec = "triton:#ttg.blocked<...>"
     shape = [64, 64]
 
-Claims are checked by :mod:`verifier.commands.check`; a claim *holds* when the verdict (or the
+Claims are checked by :mod:`layoutverify.apps.commands.check`; a claim *holds* when the verdict (or the
 conversion class) is exactly the expected one. ``unknown`` never holds. A conversion class may
 also be ``impossible`` (A does not hold every element B needs).
 """
@@ -47,7 +47,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import LayoutError
+from layoutverify.core.errors import LayoutError
 
 VERDICT_EXPECTATIONS = ("equal", "equal_up_to_register_order", "not_equal", "different_tensors")
 CONVERSION_EXPECTATIONS = ("no_op", "register_permute", "intra_warp", "intra_cta", "cross_cta", "impossible")
@@ -124,7 +124,7 @@ def _shape(v, where: str):
     if v is None:
         return None
     if isinstance(v, str):
-        from adapters import parse_shape
+        from layoutverify.adapters import parse_shape
         return parse_shape(v)
     if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v):
         raise LayoutError(f"{where}: shape must be a list of positive integers, got {v!r}")

@@ -5,9 +5,9 @@ import json
 import sys
 from pathlib import Path
 
-from verifier import corpus
-from verifier.errors import LayoutError
-from verifier.snapshot import Entry, record
+from layoutverify.apps import corpus
+from layoutverify.core.errors import LayoutError
+from layoutverify.apps.snapshot import Entry, record
 
 
 def register(sub) -> None:
@@ -36,7 +36,7 @@ def run(args) -> int:
         for nl in c.layouts:
             entries.append(Entry(f"{Path(nl.source).stem}::{nl.name}", nl.spec, nl.shape, nl.options))
     if "triton" in args.sweep:
-        from verifier.sweep import triton_sweep
+        from layoutverify.apps.sweep import triton_sweep
         entries.extend(Entry("sweep::" + e.name, e.spec, e.shape, e.options) for e in triton_sweep())
     if not entries:
         raise LayoutError("nothing to record: give corpus paths and/or --sweep triton")

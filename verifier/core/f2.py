@@ -196,7 +196,7 @@ def linearize(exprs, in_dims, out_sizes) -> dict[str, list[tuple[int, ...]]] | N
     is the stated XOR of hardware bits. Requires power-of-two sizes; a map with a non-zero
     constant term or a bit above its logical size gives ``None``.
     """
-    from . import expr as E
+    from layoutverify.core import expr as E
 
     offs, nbits = {}, 0
     var_bits = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from verifier.errors import LayoutError
+from layoutverify.core.errors import LayoutError
 
 from .common import add_layout_options, load
 
@@ -32,7 +32,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from verifier.banks import element_bytes
+    from layoutverify.core.banks import element_bytes
     element_bytes(args.element_bits)  # validate early: a bad width is bad input
     if args.timeout_ms <= 0:
         raise LayoutError("--timeout-ms must be positive")
@@ -42,7 +42,7 @@ def run(args) -> int:
     if b is None or args.properties:
         return _properties(args, [("A", a)] + ([("B", b)] if b is not None else []) +
                            ([("shared", shared)] if shared is not None else []))
-    from verifier.conversion import analyze
+    from layoutverify.core.conversion import analyze
     rep = analyze(a, b, shared=shared, element_bits=args.element_bits, timeout_ms=args.timeout_ms)
     if args.json:
         print(json.dumps(rep.to_json()))
@@ -52,7 +52,7 @@ def run(args) -> int:
 
 
 def _properties(args, layouts) -> int:
-    from verifier.properties import properties
+    from layoutverify.core.properties import properties
     results = {name: properties(lay, element_bits=args.element_bits) for name, lay in layouts}
     if args.json:
         print(json.dumps(results if len(results) > 1 else next(iter(results.values()))))

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import LayoutError
-from .layout import Layout
+from layoutverify.core.errors import LayoutError
+from layoutverify.core.layout import Layout
 
 FORMAT = 1
 
@@ -30,7 +30,7 @@ FORMAT = 1
 def framework_versions() -> dict:
     from importlib import metadata
 
-    from . import __version__
+    from layoutverify import __version__
     out = {"layoutverify": __version__}
     for dist in ("triton", "nvidia-cutlass", "tilus"):
         try:
@@ -53,8 +53,8 @@ def record(entries: list[Entry], *, native: bool = False, on_error=None) -> dict
     where its adapter offers ``native`` (the compiler under test), else from our adapter.
 
     Native Triton layouts are computed in ONE subprocess for all entries
-    (:func:`adapters.triton.native.native_many`); other frameworks' ``native`` run per entry."""
-    from adapters import adapter, split_spec
+    (:func:`layoutverify.adapters.triton.native.native_many`); other frameworks' ``native`` run per entry."""
+    from layoutverify.adapters import adapter, split_spec
     built: list = [None] * len(entries)
     sources: list[str] = ["adapter"] * len(entries)
     batch: list[int] = []
@@ -76,7 +76,7 @@ def record(entries: list[Entry], *, native: bool = False, on_error=None) -> dict
         except LayoutError as err:
             built[i] = err
     if batch:
-        from adapters.triton import native_many
+        from layoutverify.adapters.triton import native_many
         cases = [(split_spec(entries[i].spec)[1], entries[i].shape, entries[i].options or {}) for i in batch]
         for i, res in zip(batch, native_many(cases)):
             built[i] = res
@@ -120,7 +120,7 @@ class Change:
 
 def diff(old: dict, new: dict, timeout_ms: int = 20_000) -> list[Change]:
     """Semantic differences between two golden documents, sorted by name."""
-    from .compare import compare
+    from layoutverify.core.compare import compare
     a, b = old["layouts"], new["layouts"]
     out: list[Change] = []
     for name in sorted(set(a) | set(b)):

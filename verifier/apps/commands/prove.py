@@ -15,10 +15,10 @@ import json
 
 import numpy as np
 
-from adapters import parse_shape, parse_spec
+from layoutverify.adapters import parse_shape, parse_spec
 
-from ..compare import METHODS, compare
-from ..errors import LayoutError
+from layoutverify.core.compare import METHODS, compare
+from layoutverify.core.errors import LayoutError
 from .common import add_triton_version_option, spec_options
 
 EXIT = {"equal": 0, "equal_up_to_register_order": 0, "not_equal": 1, "different_tensors": 1, "unknown": 3}
@@ -107,7 +107,7 @@ def side_by_side(a, b, witness: dict, *, window: int = 16) -> str:
         return ""
     if max(a.in_size(), b.in_size()) > MAX_DRAWN_LOCATIONS:
         return f"(grids not drawn: more than {MAX_DRAWN_LOCATIONS} hardware locations)"
-    from ..render import holder_labels
+    from layoutverify.core.render import holder_labels
     shape = a.out_sizes
     la, lb = holder_labels(a), holder_labels(b)
     ea, eb = witness_elements(witness)

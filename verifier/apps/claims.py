@@ -15,8 +15,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 
-from .corpus import Claim
-from .errors import LayoutError
+from layoutverify.apps.corpus import Claim
+from layoutverify.core.errors import LayoutError
 
 #: outcomes that do not fail a run
 PASSING = ("holds", "known")
@@ -45,13 +45,13 @@ class Outcome:
 
 
 def _load(spec: str, shape, options: dict):
-    from adapters import parse_spec
+    from layoutverify.adapters import parse_spec
     return parse_spec(spec, shape=shape, **options)
 
 
 def _conversion(a, b, timeout_ms: int):
-    """(class, witness, method, reason) of the conversion a -> b (:func:`verifier.conversion.analyze`)."""
-    from .conversion import analyze
+    """(class, witness, method, reason) of the conversion a -> b (:func:`layoutverify.core.conversion.analyze`)."""
+    from layoutverify.core.conversion import analyze
     rep = analyze(a, b, timeout_ms=timeout_ms)
     w = rep.witness
     if w is not None:
@@ -72,7 +72,7 @@ def check_claim(claim: Claim) -> Outcome:
         if claim.kind == "conversion":
             got, witness, method, reason = _conversion(a, b, claim.timeout_ms)
         else:
-            from .compare import compare
+            from layoutverify.core.compare import compare
             res = compare(a, b, timeout_ms=claim.timeout_ms)
             got, witness, method, reason = res.verdict, res.witness, res.method, res.reason
     except LayoutError as e:

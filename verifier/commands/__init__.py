@@ -1,1 +1,0 @@
-"""Subcommands of the CLI, one module each (see :mod:`verifier.cli`)."""
