@@ -13,7 +13,7 @@ import sys
 
 from layoutverify.core.errors import LayoutError
 
-COMMANDS = ["show", "prove", "analyze", "check", "snapshot", "diff", "atlas"]
+COMMANDS = ["show", "prove", "analyze", "check", "snapshot", "diff", "atlas", "list", "scan", "sweep", "measure", "serve"]
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 70
