@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import re
-from pathlib import Path
 
 from layoutverify.core.errors import LayoutError
 
@@ -68,13 +67,8 @@ def split_spec(spec: str) -> tuple[str, str]:
         fw, text = guess_framework(spec), spec
     text = text.strip()
     if text.startswith("@"):
-        path = Path(text[1:])
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise LayoutError(f"cannot read layout text from {str(path)!r}: {e.strerror}") from None
-        if len(text) > MAX_TEXT:
-            raise LayoutError(f"layout file {str(path)!r} is too long")
+        from layoutverify.core.files import read_text
+        text = read_text(text[1:].strip(), what="layout file", limit=MAX_TEXT)
     if not text.strip():
         raise LayoutError(f"empty {fw} layout text")
     return fw, text.strip()
@@ -108,7 +102,7 @@ def parse_shape(text: str | None):
         raise LayoutError(f"empty shape {text!r}")
     out = []
     for p in parts:
-        if not re.fullmatch(r"\d+", p):
+        if not re.fullmatch(r"[0-9]+", p):
             raise LayoutError(f"bad shape {text!r}: {p!r} is not a positive integer")
         v = int(p)
         if v < 1:

@@ -51,7 +51,10 @@ def main(argv=None) -> int:
     debug = bool(os.environ.get("LAYOUTVERIFY_DEBUG"))
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as e:  # usage errors (printed, exit 2), --help, --version: a code, not an exception
+            return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_BAD_INPUT)
         if not getattr(args, "func", None):
             parser.print_help()
             return EXIT_BAD_INPUT

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from layoutverify.core.errors import LayoutError
+from layoutverify.core.files import read_text
 
 VERDICT_EXPECTATIONS = ("equal", "equal_up_to_register_order", "not_equal", "different_tensors")
 CONVERSION_EXPECTATIONS = ("no_op", "register_permute", "intra_warp", "intra_cta", "cross_cta", "impossible")
@@ -142,10 +143,9 @@ def _options(v, where: str) -> dict:
 def load_file(path: str | Path) -> Corpus:
     """Parse one corpus file; a malformed file raises :class:`LayoutError` naming file and entry."""
     path = Path(path)
+    text = read_text(path, what="corpus")
     try:
-        data = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise LayoutError(f"cannot read corpus {str(path)!r}: {e.strerror}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise LayoutError(f"{path}: not valid TOML: {e}") from None
     unknown = set(data) - _TOP_KEYS

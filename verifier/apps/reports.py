@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from layoutverify.apps.claims import Outcome
+from layoutverify.core.files import write_text
 
 _MARK = {"holds": "ok", "fails": "FAIL", "error": "ERROR", "known": "KNOWN"}
 
@@ -78,7 +79,7 @@ def write_junit(outcomes: list[Outcome], path: str | Path) -> None:
             out = ET.SubElement(case, "system-out")
             out.text = f"verdict: {o.got}; method: {o.method}"
     ET.indent(root)
-    Path(path).write_text(ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n")
+    write_text(path, ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n", what="JUnit file")
 
 
 def write_json(outcomes: list[Outcome], path: str | Path) -> None:
@@ -86,7 +87,7 @@ def write_json(outcomes: list[Outcome], path: str | Path) -> None:
     doc = {"summary": {"holds": c["holds"], "fails": c["fails"], "errors": c["error"], "known": c["known"],
                        "total": len(outcomes)},
            "claims": [o.to_json() for o in outcomes]}
-    Path(path).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    write_text(path, json.dumps(doc, indent=1, default=str) + "\n", what="JSON file")
 
 
 def _md(s: str) -> str:

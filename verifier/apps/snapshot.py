@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from layoutverify.core.errors import LayoutError
+from layoutverify.core.files import read_text
 from layoutverify.core.layout import Layout
 
 FORMAT = 1
@@ -93,10 +94,9 @@ def record(entries: list[Entry], *, native: bool = False, on_error=None) -> dict
 
 
 def load_golden(path: str | Path) -> dict:
+    text = read_text(path, what="golden file")
     try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise LayoutError(f"cannot read golden file {str(path)!r}: {e.strerror}") from None
+        doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise LayoutError(f"{path}: not a JSON golden file: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("layouts"), dict):

@@ -146,11 +146,8 @@ class QueryLog:
         return "\n".join(out) + "\n"
 
     def write(self, path: str):
-        try:
-            with open(path, "w") as f:
-                f.write(self.render())
-        except OSError as e:
-            raise LayoutError(f"cannot write SMT-LIB2 to {path!r}: {e.strerror}") from None
+        from layoutverify.core.files import write_text
+        write_text(path, self.render(), what="SMT-LIB2 file")
 
 
 class Query:

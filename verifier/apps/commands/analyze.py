@@ -13,7 +13,7 @@ import json
 
 from layoutverify.core.errors import LayoutError
 
-from .common import add_layout_options, load
+from .common import add_layout_options, load, positive_int
 
 
 def register(sub) -> None:
@@ -24,9 +24,9 @@ def register(sub) -> None:
     add_layout_options(p)
     p.add_argument("--shared", metavar="SPEC", help="shared-memory layout (hardware dims offset[, block]) for the "
                                                      "bank-conflict count of storing A and loading B")
-    p.add_argument("--element-bits", type=int, default=16, help="element width in bits: 8, 16, 32 or 64 (default 16)")
+    p.add_argument("--element-bits", type=positive_int, default=16, help="element width in bits: 8, 16, 32 or 64 (default 16)")
     p.add_argument("--properties", action="store_true", help="print the properties of each layout given")
-    p.add_argument("--timeout-ms", type=int, default=10_000, help="solver time limit for the equality check")
+    p.add_argument("--timeout-ms", type=positive_int, default=10_000, help="solver time limit for the equality check")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 

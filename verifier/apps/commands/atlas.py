@@ -8,11 +8,13 @@ answer equals our adapter's parse; 1 otherwise; 2 for bad input.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from layoutverify.apps import atlas as A
 from layoutverify.apps.claims import progress_bar
 from layoutverify.core.errors import LayoutError
+from layoutverify.core.files import write_text
+
+from .common import output_path, positive_int
 
 
 def register(sub) -> None:
@@ -23,13 +25,13 @@ def register(sub) -> None:
                                    "expressible.")
     p.add_argument("--corpus", action="append", metavar="PATH",
                    help=f"atlas corpus file or directory (repeatable; default {A.DEFAULT_CORPUS})")
-    p.add_argument("--markdown", metavar="FILE", help="write the atlas as Markdown")
-    p.add_argument("--html", metavar="FILE", help="write the atlas as a standalone HTML page")
-    p.add_argument("--json", metavar="FILE", help="write the atlas as JSON")
+    p.add_argument("--markdown", metavar="FILE", type=output_path("Markdown file"), help="write the atlas as Markdown")
+    p.add_argument("--html", metavar="FILE", type=output_path("HTML file"), help="write the atlas as a standalone HTML page")
+    p.add_argument("--json", metavar="FILE", type=output_path("JSON file"), help="write the atlas as JSON")
     p.add_argument("--native", action="store_true",
                    help="also ask the installed frameworks (Triton, Tilus, IREE; CuTe where its adapter can) for "
                         "their own layout of each cell, beside our adapters' parse")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="parallel processes (default: all cores)")
+    p.add_argument("-j", "--jobs", type=positive_int, default=None, help="parallel processes (default: all cores)")
     p.set_defaults(func=run)
 
 
@@ -42,7 +44,7 @@ def run(args) -> int:
         from layoutverify.apps.commands.check import write_markdown
         write_markdown(args.markdown, A.markdown(atlas))
     if args.html:
-        Path(args.html).write_text(A.render_html(atlas))
+        write_text(args.html, A.render_html(atlas), what="HTML file")
     if args.json:
-        Path(args.json).write_text(json.dumps(atlas.to_json(), indent=1, default=str) + "\n")
+        write_text(args.json, json.dumps(atlas.to_json(), indent=1, default=str) + "\n", what="JSON file")
     return 0 if atlas.ok else 1

@@ -13,17 +13,19 @@ from layoutverify.apps import corpus, reports
 from layoutverify.apps.claims import check_claims, progress_bar
 from layoutverify.core.errors import LayoutError
 
+from .common import output_path, positive_int
+
 
 def register(sub) -> None:
     p = sub.add_parser("check", help="check the equivalence claims of corpus files (CI gate)",
                        description="Check every claim in the given TOML corpus files or directories, print a "
                                    "table, and exit 0 when every claim holds, 1 otherwise (2: bad input).")
     p.add_argument("paths", nargs="+", metavar="PATH", help="corpus .toml files or directories")
-    p.add_argument("--junit", metavar="FILE", help="write JUnit XML (for CI test reports)")
-    p.add_argument("--json", metavar="FILE", help="write the outcomes as JSON")
-    p.add_argument("--markdown", metavar="FILE",
+    p.add_argument("--junit", metavar="FILE", type=output_path("JUnit file"), help="write JUnit XML (for CI test reports)")
+    p.add_argument("--json", metavar="FILE", type=output_path("JSON file"), help="write the outcomes as JSON")
+    p.add_argument("--markdown", metavar="FILE", type=output_path("Markdown file"),
                    help="write a Markdown summary (appended when FILE is $GITHUB_STEP_SUMMARY)")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="parallel processes (default: all cores)")
+    p.add_argument("-j", "--jobs", type=positive_int, default=None, help="parallel processes (default: all cores)")
     p.add_argument("-k", "--select", metavar="TEXT", help="only claims whose id or tags contain TEXT")
     p.add_argument("-q", "--quiet", action="store_true", help="print only failures and the summary line")
     p.set_defaults(func=run)
@@ -32,9 +34,9 @@ def register(sub) -> None:
 def write_markdown(path: str, text: str) -> None:
     """Write ``text`` to ``path``; append to GitHub's step summary file, which other steps share."""
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    mode = "a" if summary and os.path.abspath(summary) == os.path.abspath(path) else "w"
-    with open(path, mode) as fh:
-        fh.write(text)
+    from layoutverify.core.files import write_text
+    append = bool(summary) and os.path.abspath(summary) == os.path.abspath(path)
+    write_text(path, text, what="Markdown file", append=append)
 
 
 def run(args) -> int:

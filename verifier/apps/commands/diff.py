@@ -12,6 +12,8 @@ import json
 
 from layoutverify.apps.snapshot import diff, load_golden
 
+from .common import positive_int
+
 
 def register(sub) -> None:
     p = sub.add_parser("diff", help="semantic diff of two golden files (layout regressions)",
@@ -22,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("old", metavar="OLD")
     p.add_argument("new", metavar="NEW")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--timeout-ms", type=int, default=20_000, help="solver time limit per layout")
+    p.add_argument("--timeout-ms", type=positive_int, default=20_000, help="solver time limit per layout")
     p.set_defaults(func=run)
 
 

@@ -19,7 +19,7 @@ from layoutverify.adapters import parse_shape, parse_spec
 
 from layoutverify.core.compare import METHODS, compare
 from layoutverify.core.errors import LayoutError
-from .common import add_triton_version_option, spec_options
+from .common import add_triton_version_option, output_path, positive_int, spec_options, warp_size
 
 EXIT = {"equal": 0, "equal_up_to_register_order": 0, "not_equal": 1, "different_tensors": 1, "unknown": 3}
 
@@ -37,15 +37,15 @@ def register(sub) -> None:
     p.add_argument("b", metavar="B", help="second layout, FRAMEWORK:TEXT")
     p.add_argument("--shape", help="logical shape for A (and for B unless --shape-b), e.g. 64x64")
     p.add_argument("--shape-b", help="logical shape for B when it differs from --shape")
-    p.add_argument("--warp-size", type=int, default=None,
+    p.add_argument("--warp-size", type=warp_size, default=None,
                    help="threads per warp where the text does not fix it (32 NVIDIA, 64 AMD wave64)")
     add_triton_version_option(p)
     p.add_argument("--method", choices=METHODS, default="auto",
                    help="auto (F2 when both are F2-linear, else z3), f2, z3 or table (explicit evaluation)")
-    p.add_argument("--timeout-ms", type=int, default=10_000, help="time limit per solver query (default 10000)")
-    p.add_argument("--emit-smt2", metavar="FILE", help="write every z3 query as SMT-LIB2 to FILE")
+    p.add_argument("--timeout-ms", type=positive_int, default=10_000, help="time limit per solver query (default 10000)")
+    p.add_argument("--emit-smt2", metavar="FILE", type=output_path("SMT-LIB2 file"), help="write every z3 query as SMT-LIB2 to FILE")
     p.add_argument("--strict", action="store_true", help="exit 1 for equal_up_to_register_order")
-    p.add_argument("--window", type=int, default=16, help="largest number of rows/columns drawn per grid (default 16)")
+    p.add_argument("--window", type=positive_int, default=16, help="largest number of rows/columns drawn per grid (default 16)")
     p.add_argument("--no-grid", action="store_true", help="do not draw the grids")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)

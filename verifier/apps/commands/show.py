@@ -7,7 +7,7 @@ from layoutverify.adapters import adapter, parse_shape, split_spec
 
 from layoutverify.core.errors import NativeError
 
-from .common import add_layout_options, layout_options
+from .common import add_layout_options, layout_options, non_negative_int
 
 
 def register(sub) -> None:
@@ -20,7 +20,7 @@ def register(sub) -> None:
     p.add_argument("--native", action="store_true",
                    help="also ask the installed framework for its own layout and say whether it agrees")
     p.add_argument("--no-grid", action="store_true", help="omit the grid")
-    p.add_argument("--max-cells", type=int, default=4096, help="largest tensor drawn as a grid (default 4096)")
+    p.add_argument("--max-cells", type=non_negative_int, default=4096, help="largest tensor drawn as a grid (default 4096)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 

@@ -8,6 +8,9 @@ from pathlib import Path
 from layoutverify.apps import corpus
 from layoutverify.core.errors import LayoutError
 from layoutverify.apps.snapshot import Entry, record
+from layoutverify.core.files import write_text
+
+from .common import output_path
 
 
 def register(sub) -> None:
@@ -16,7 +19,7 @@ def register(sub) -> None:
                                    "given corpora (claims' both sides and [[layout]] entries) and/or of a fixed "
                                    "sweep of Triton encodings x shapes, for `layoutverify diff`.")
     p.add_argument("paths", nargs="*", metavar="PATH", help="corpus .toml files or directories")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="golden file to write (JSON)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", type=output_path("golden file"), help="golden file to write (JSON)")
     p.add_argument("--sweep", choices=["triton"], action="append", default=[],
                    help="also record a fixed sweep of this framework's encodings")
     p.add_argument("--native", action="store_true",
@@ -49,7 +52,7 @@ def run(args) -> int:
     doc = record(entries, native=args.native, on_error=on_error if args.keep_going else None)
     doc["layouts"] = dict(sorted(doc["layouts"].items()))
     # not sort_keys: a normal form's bases stay in hardware-dim order (register, lane, warp, block)
-    Path(args.output).write_text(json.dumps(doc, indent=1) + "\n")
+    write_text(args.output, json.dumps(doc, indent=1) + "\n", what="golden file")
     print(f"recorded {len(doc['layouts'])} layouts in {args.output}"
           + (f" ({len(failed)} skipped)" if failed else ""))
     return 0
