@@ -18,38 +18,29 @@ from layoutverify.core.errors import LayoutError
 #: framework name -> module implementing ``parse``
 FRAMEWORKS = {
     "triton": "layoutverify.adapters.triton",
-    "cute": "layoutverify.adapters.cute",
-    "tilus": "layoutverify.adapters.tilus",
     "iree": "layoutverify.adapters.iree",
+    "tilus": "layoutverify.adapters.tilus",
     "ptx": "layoutverify.adapters.ptx",
     "amd": "layoutverify.adapters.amd",
+    "cute": "layoutverify.adapters.cute",
 }
 
 MAX_TEXT = 1 << 20
 
 
 def guess_framework(text: str) -> str:
-    t = text.lstrip()
-    if t.startswith(("#ttg.", "#triton_gpu.", "tensor<", "!ttg.memdesc<", "!tt.memdesc<", "#blocked", "#mma",
-                     "#shared", "#smem", "#linear", "#loc", "#slice", "#dot")):
-        return "triton"
-    if t.startswith("#iree") or re.match(r"#[\w.$-]+\s*=\s*#iree", t):
-        return "iree"
-    if re.match(r"#[\w.$-]+\s*=\s*#(ttg|triton_gpu)\.", t):
-        return "triton"
-    if re.match(r"(RegisterLayout\(|SharedLayout\(|Swizzle\(|shared_\w*\(|(local|spatial|column_spatial|column_local|"
-                r"replicated|auto_local_spatial|register_layout|compose|concat|reduce|reduce_to|permute|reshape|flatten|"
-                r"squeeze|unsqueeze|divide|left_divide|repeat)\s*\()", t):
-        return "tilus"
-    if re.match(r"(mma|wgmma|ldmatrix|stmatrix)\.", t):
-        return "ptx"
-    if re.match(r"((cdna\d|rdna\d|gfx[0-9a-z]+)\.)?(v_)?(mfma|wmma|smfmac|swmmac)", t):
-        return "amd"
-    if t.startswith(("(", "Sw<", "_", "GMMA::", "SM90::", "Layout<", "Swizzle<", "cute::")) or re.match(r"^\d", t) or \
-            re.match(r"^(SM\d|logical_|blocked_|raked_|zipped_|tiled_|flat_|coalesce|composition|complement|"
-                     r"right_inverse|left_inverse|make_layout|tiled_mma|mma_atom|copy_atom|tile_to_shape|make_tile|"
-                     r"filter|get<|upcast<|downcast<)", t):
-        return "cute"
+    """The framework whose adapter recognises unprefixed spec ``text`` (each adapter's ``looks_like``).
+
+    Adapters are asked in :data:`FRAMEWORKS` order and the first that recognises the text wins;
+    adapters declare their own spec syntax, so a new framework needs no change here.
+    """
+    for name in FRAMEWORKS:
+        try:
+            looks_like = getattr(adapter(name), "looks_like", None)
+        except LayoutError:
+            continue
+        if looks_like is not None and looks_like(text):
+            return name
     raise LayoutError(f"cannot tell which framework {text[:40]!r} is; write it as FRAMEWORK:TEXT "
                       f"with FRAMEWORK one of {', '.join(FRAMEWORKS)}")
 

@@ -338,6 +338,15 @@ def to_layout(lay: NestedLayout, warp_size: int = DEFAULT_WARP_SIZE, num_subgrou
     return Layout(in_dims, logical_dims(lay.shape), exprs, name=name)
 
 
+_ALIAS_DEF = re.compile(r"#[\w.$-]+\s*=\s*#iree")
+
+
+def looks_like(text: str) -> bool:
+    """Whether unprefixed spec text is IREE's (used by the registry to guess the framework)."""
+    t = text.lstrip()
+    return t.startswith("#iree") or bool(_ALIAS_DEF.match(t))
+
+
 def parse(text: str, shape=None, **options) -> Layout:
     """Parse an ``#iree_vector_ext.nested_layout<...>`` into a canonical layout (see module doc)."""
     lay, ws, warps = _resolve(text, shape, options)

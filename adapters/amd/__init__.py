@@ -60,6 +60,14 @@ def _mfma_names() -> list[str]:
     return [f"{n}.{op}" for n in _cdna.MFMA for op in ("A", "B", "C")]
 
 
+_SPEC_START = re.compile(r"((cdna\d|rdna\d|gfx[0-9a-z]+)\.)?(v_)?(mfma|wmma|smfmac|swmmac)")
+
+
+def looks_like(text: str) -> bool:
+    """Whether unprefixed spec text names an AMD matrix instruction fragment (registry guessing)."""
+    return bool(_SPEC_START.match(text.lstrip()))
+
+
 def list_fragments(pattern: str | None = None) -> list[str]:
     """All canonical fragment names (sorted), optionally those containing ``pattern``."""
     return [n for n in sorted(FRAGMENTS) if pattern is None or pattern.lower() in n.lower()]

@@ -38,6 +38,8 @@ width of copy atoms, default 16). Unknown options are ignored.
 """
 from __future__ import annotations
 
+import re
+
 from layoutverify.core.errors import LayoutError
 from layoutverify.core.layout import Layout
 
@@ -93,6 +95,19 @@ def _is_shape(v) -> bool:
     if isinstance(v, int):
         return True
     return isinstance(v, tuple) and all(_is_shape(e) for e in v)
+
+
+_SPEC_WORDS = re.compile(
+    r"^(SM\d|logical_|blocked_|raked_|zipped_|tiled_|flat_|coalesce|composition|complement|right_inverse|"
+    r"left_inverse|make_layout|make_swizzle|tiled_mma|mma_atom|copy_atom|tile_to_shape|make_tile|filter|get<|upcast<|"
+    r"downcast<|\d)")
+
+
+def looks_like(text: str) -> bool:
+    """Whether unprefixed spec text is CuTe's (used by the registry to guess the framework)."""
+    t = text.lstrip()
+    return t.startswith(("(", "Sw<", "S<", "_", "GMMA::", "SM90::", "Layout<", "Swizzle<", "cute::")) or \
+        bool(_SPEC_WORDS.match(t))
 
 
 def parse(text: str, shape=None, **options) -> Layout:

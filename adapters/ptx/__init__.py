@@ -53,6 +53,11 @@ _ALL_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "s8", "u8", "s4", "u4", "s32"
               "e4m3", "e5m2", "e3m2", "e2m3", "e2m1")
 
 
+def looks_like(text: str) -> bool:
+    """Whether unprefixed spec text names a PTX fragment (used by the registry to guess the framework)."""
+    return text.lstrip().startswith(tuple(op + "." for op in OPCODES + ("tcgen05",)))
+
+
 def list_fragments(pattern: str | None = None) -> list[str]:
     """All canonical fragment names (sorted), optionally those containing ``pattern``."""
     names = sorted(FRAGMENTS)

@@ -24,6 +24,8 @@ register`` and ``thread_id t -> lane = t % warp_size, warp = t // warp_size`` (o
 """
 from __future__ import annotations
 
+import re
+
 from layoutverify.core.errors import LayoutError
 from layoutverify.core.layout import Layout
 
@@ -131,6 +133,17 @@ def _check_shape(layout: Layout, shape, text: str) -> Layout:
         raise LayoutError(f"the Tilus layout {text[:60]!r} has shape {list(layout.out_sizes)}, "
                           f"but shape {list(shape)} was given")
     return layout
+
+
+_SPEC_START = re.compile(
+    r"(RegisterLayout\(|SharedLayout\(|Swizzle\(|shared_\w*\(|(local|spatial|column_spatial|column_local|"
+    r"replicated|auto_local_spatial|register_layout|compose|concat|reduce|reduce_to|permute|reshape|flatten|"
+    r"squeeze|unsqueeze|divide|left_divide|repeat)\s*\()")
+
+
+def looks_like(text: str) -> bool:
+    """Whether unprefixed spec text is a Tilus expression (used by the registry to guess the framework)."""
+    return bool(_SPEC_START.match(text.lstrip()))
 
 
 def build(text: str):

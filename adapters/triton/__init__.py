@@ -55,6 +55,7 @@ read as the ``ctaLayout`` #8946 translates it to (those releases cannot parse it
 from __future__ import annotations
 
 import importlib
+import re
 
 from layoutverify.core.errors import LayoutError, UnsupportedError
 from layoutverify.core.layout import Layout
@@ -78,6 +79,18 @@ for _name in OPTIONAL_MODULES:
 
 __all__ = ["parse", "native", "native_many", "convert", "parse_text", "Attr", "Parsed", "ENCODINGS",
            "DOT_OPERAND_PARENTS", "SHARED_KINDS"]
+
+
+#: the beginnings of Triton text: an attribute, an alias definition or use, a tensor or memdesc type
+SPEC_PREFIXES = ("#ttg.", "#triton_gpu.", "#ttng.", "tensor<", "!ttg.memdesc<", "!tt.memdesc<", "#blocked", "#mma",
+                 "#shared", "#smem", "#linear", "#loc", "#slice", "#dot", "#tmem")
+_ALIAS_DEF = re.compile(r"#[\w.$-]+\s*=\s*#(ttg|triton_gpu|ttng)\.")
+
+
+def looks_like(text: str) -> bool:
+    """Whether unprefixed spec text is Triton's (used by the registry to guess the framework)."""
+    t = text.lstrip()
+    return t.startswith(SPEC_PREFIXES) or bool(_ALIAS_DEF.match(t))
 
 
 def resolve_shape(parsed: Parsed, shape) -> tuple[int, ...] | None:
