@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import time
 import weakref
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,210 +47,16 @@ from layoutverify.core import f2 as F2
 from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedError
 from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
 
-VERDICTS = ("equal", "equal_up_to_register_order", "not_equal", "different_tensors", "unknown")
 METHODS = ("auto", "f2", "z3", "table")
 
-#: The hardware dim whose numbering ``equal_up_to_register_order`` ignores.
-REGISTER = "register"
-_DIM_ORDER = ("register", "offset", "lane", "warp", "block")
 
+from layoutverify.core.result import (  # noqa: F401  (re-exported: the public API of compare)
+    REGISTER, VERDICTS, Pair, Result, _jsonable, coverage_result, equal_result, eval_point, not_equal_result,
+    reg_order_result, shape_mismatch)
 
-@dataclass
-class Result:
-    """The outcome of :func:`compare`.
-
-    ``witness`` by verdict:
-
-    * ``not_equal``: ``{"hardware": {dim: idx}, "a": [coords] | None, "b": [coords] | None}``
-      (``None``: the location does not exist in that layout);
-    * ``equal_up_to_register_order``: the same shape, a location where the register order differs;
-    * ``different_tensors``: ``{"element": [coords], "held_by": "a" | "b", "hardware": {...}}``,
-      or ``{"shape_a": ..., "shape_b": ..., "dims_a": ..., "dims_b": ...}`` for a dims mismatch;
-    * ``equal``: ``None``; ``unknown``: whatever partial evidence there is, or ``None``.
-    """
-
-    verdict: str
-    method: str
-    witness: dict | None
-    seconds: float
-    reason: str
-    details: dict = field(default_factory=dict)
-
-    @property
-    def proved_equal(self) -> bool:
-        return self.verdict == "equal"
-
-    def to_json(self) -> dict:
-        return {"verdict": self.verdict, "method": self.method, "witness": _jsonable(self.witness),
-                "seconds": round(self.seconds, 6), "reason": self.reason, **(
-                    {"details": _jsonable(self.details)} if self.details else {})}
-
-
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
-
-
-# ---------------------------------------------------------------------------------------------
-class Pair:
-    """Two layouts over one aligned hardware space: the union of their hardware dim names,
-    each layout giving size 1 to a dim it lacks."""
-
-    def __init__(self, a: Layout, b: Layout):
-        self.a, self.b = a, b
-        names = list(a.in_names) + [n for n in b.in_names if n not in a.in_names]
-        rank = {n: i for i, n in enumerate(_DIM_ORDER)}
-        first = {n: i for i, n in enumerate(names)}
-        self.names = tuple(sorted(names, key=lambda n: (rank.get(n, len(rank)), first[n])))
-        self.size_a = {n: a.in_size(n) for n in self.names}
-        self.size_b = {n: b.in_size(n) for n in self.names}
-        self.same_sizes = self.size_a == self.size_b
-        self.thread_names = tuple(n for n in self.names if n != REGISTER)
-        self.same_threads = all(self.size_a[n] == self.size_b[n] for n in self.thread_names)
-        self.has_register = REGISTER in self.names
-
-    def layout(self, side: str) -> Layout:
-        return self.a if side == "a" else self.b
-
-    def sizes(self, side: str) -> dict:
-        return self.size_a if side == "a" else self.size_b
-
-    def location(self, **idx) -> dict:
-        return {n: int(idx.get(n, 0)) for n in self.names}
-
-    def evaluate(self, side: str, loc: dict) -> list[int] | None:
-        """Element at a hardware location (exact integer evaluation of the layout's
-        expressions), ``None`` where the location lies outside that layout."""
-        lay = self.layout(side)
-        sizes = self.sizes(side)
-        if any(loc.get(n, 0) >= sizes[n] or loc.get(n, 0) < 0 for n in self.names):
-            return None
-        env = {n: int(loc.get(n, 0)) for n in lay.in_names}
-        memo: dict = {}
-        return [eval_point(e, env, memo) for e in lay.exprs]
-
-    def location_witness(self, loc: dict) -> dict:
-        return {"hardware": dict(loc), "a": self.evaluate("a", loc), "b": self.evaluate("b", loc)}
-
-    def outside_location(self) -> dict | None:
-        """A location that exists in one layout only (first differing dim), or ``None``."""
-        for n in self.names:
-            if self.size_a[n] != self.size_b[n]:
-                return self.location(**{n: min(self.size_a[n], self.size_b[n])})
-        return None
-
-    def outside_thread_location(self) -> dict | None:
-        for n in self.thread_names:
-            if self.size_a[n] != self.size_b[n]:
-                return self.location(**{n: min(self.size_a[n], self.size_b[n])})
-        return None
-
-
-def eval_point(e, env: dict, memo: dict | None = None) -> int:
-    """One expression at one hardware location, with Python integers (no numpy): the cheap
-    evaluator used to re-check witnesses."""
-    memo = {} if memo is None else memo
-    key = id(e)
-    if key in memo:
-        return memo[key]
-    t = type(e)
-    if t is E.Var:
-        r = env[e.name]
-    elif t is E.Const:
-        r = e.value
-    elif t is E.Add:
-        r = eval_point(e.a, env, memo) + eval_point(e.b, env, memo)
-    elif t is E.Xor:
-        r = eval_point(e.a, env, memo) ^ eval_point(e.b, env, memo)
-    elif t is E.Mul:
-        r = eval_point(e.a, env, memo) * e.c
-    elif t is E.FloorDiv:
-        r = eval_point(e.a, env, memo) // e.c
-    elif t is E.Mod:
-        r = eval_point(e.a, env, memo) % e.c
-    elif t is E.And:
-        r = eval_point(e.a, env, memo) & e.c
-    elif t is E.Shr:
-        r = eval_point(e.a, env, memo) >> e.c
-    elif t is E.Shl:
-        r = eval_point(e.a, env, memo) << e.c
-    elif t is E.Lookup:
-        r = int(e.values[eval_point(e.index, env, memo)])
-    else:  # pragma: no cover - closed set of node types
-        raise TypeError(t)
-    memo[key] = r
-    return r
-
-
-def _fmt_loc(loc: dict) -> str:
-    return ", ".join(f"{n}={v}" for n, v in loc.items())
-
-
-def _fmt_el(c) -> str:
-    return "nothing (no such location)" if c is None else "(" + ", ".join(map(str, c)) + ")"
-
-
-def _dims_text(lay: Layout) -> str:
-    return "[" + ", ".join(f"{n}={s}" for n, s in lay.in_dims) + "]"
-
-
-# -- shared verdict builders ------------------------------------------------------------------
-def _shape_mismatch(a: Layout, b: Layout) -> Result | None:
-    if a.out_dims == b.out_dims:
-        return None
-    w = {"shape_a": list(a.out_sizes), "shape_b": list(b.out_sizes),
-         "dims_a": list(a.out_names), "dims_b": list(b.out_names)}
-    if a.out_names != b.out_names:
-        why = f"logical dims differ: {list(a.out_names)} vs {list(b.out_names)}"
-    else:
-        why = f"logical shapes differ: {list(a.out_sizes)} vs {list(b.out_sizes)}"
-    return Result("different_tensors", "shape", w, 0.0, why)
-
-
-def _coverage_result(pair: Pair, method: str, side: str, element, loc) -> Result:
-    other = "b" if side == "a" else "a"
-    w = {"element": [int(c) for c in element], "held_by": side, "hardware": dict(loc)}
-    return Result("different_tensors", method, w, 0.0,
-                  f"element {_fmt_el(element)} is held by {side.upper()} (at {_fmt_loc(loc)}) "
-                  f"but by no hardware location of {other.upper()}")
-
-
-def _equal_result(pair: Pair, method: str, how: str) -> Result:
-    return Result("equal", method, None, 0.0, f"every hardware location holds the same element ({how})")
-
-
-def _reg_order_result(pair: Pair, method: str, diff_loc: dict) -> Result:
-    w = pair.location_witness(diff_loc)
-    extra = ""
-    if pair.size_a.get(REGISTER, 1) != pair.size_b.get(REGISTER, 1):
-        extra = f"; register counts differ ({pair.size_a.get(REGISTER, 1)} vs {pair.size_b.get(REGISTER, 1)}), " \
-                f"the surplus registers repeat elements of the same thread"
-    return Result("equal_up_to_register_order", method, w, 0.0,
-                  f"every thread holds the same set of elements, in a different register order "
-                  f"(at {_fmt_loc(diff_loc)}: A has {_fmt_el(w['a'])}, B has {_fmt_el(w['b'])}){extra}")
-
-
-def _not_equal_result(pair: Pair, method: str, loc: dict, side: str = "a", thread_set: bool = False) -> Result:
-    w = pair.location_witness(loc)
-    held = w[side]
-    other = "b" if side == "a" else "a"
-    if w["a"] is None or w["b"] is None:
-        missing = "B" if w["b"] is None else "A"
-        why = (f"hardware location {_fmt_loc(loc)} exists only in {'A' if missing == 'B' else 'B'} "
-               f"(A {_dims_text(pair.a)}, B {_dims_text(pair.b)})")
-    elif thread_set:
-        thread = {n: loc[n] for n in pair.thread_names}
-        why = (f"at {_fmt_loc(loc)} A holds {_fmt_el(w['a'])} and B holds {_fmt_el(w['b'])}; "
-               f"{side.upper()}'s element {_fmt_el(held)} is in no register of thread "
-               f"({_fmt_loc(thread)}) in {other.upper()}")
-    else:
-        why = f"at {_fmt_loc(loc)} A holds {_fmt_el(w['a'])} and B holds {_fmt_el(w['b'])}"
-    return Result("not_equal", method, w, 0.0, why)
+# the verdict builders under their former private names (older callers)
+_shape_mismatch, _coverage_result, _equal_result = shape_mismatch, coverage_result, equal_result
+_reg_order_result, _not_equal_result = reg_order_result, not_equal_result
 
 
 # ---------------------------------------------------------------------------------------------

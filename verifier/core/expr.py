@@ -258,6 +258,38 @@ def _children(e: Expr) -> tuple:
     return ()
 
 
+def fold(e: Expr, rules: Mapping[type, object], memo: dict | None = None):
+    """The one traversal of an expression: a bottom-up fold, every shared subtree visited once.
+
+    ``rules[type(node)](node, *child_values)`` gives a node's value from its children's values
+    (children in field order: ``a, b`` for ``+``/``^``, ``a`` for the unary-with-constant nodes,
+    ``index`` for :class:`Lookup`; none for :class:`Var` and :class:`Const`). ``memo`` (optional)
+    receives the value of every visited node keyed by ``id``. Iterative, so deep trees (long
+    sums) never hit Python's recursion limit.
+    """
+    memo = {} if memo is None else memo
+    key = id(e)
+    if key in memo:
+        return memo[key]
+    stack = [(e, False)]
+    while stack:
+        x, ready = stack.pop()
+        k = id(x)
+        if k in memo:
+            continue
+        kids = _children(x)
+        if ready or not kids:
+            try:
+                rule = rules[type(x)]
+            except KeyError:  # pragma: no cover - closed set of node types
+                raise TypeError(type(x)) from None
+            memo[k] = rule(x, *[memo[id(c)] for c in kids])
+        else:
+            stack.append((x, True))
+            stack.extend((c, False) for c in kids if id(c) not in memo)
+    return memo[key]
+
+
 def variables(e: Expr) -> set[str]:
     """Names of the variables an expression reads."""
     out: set[str] = set()
@@ -270,45 +302,50 @@ def variables(e: Expr) -> set[str]:
     return out
 
 
+def _var_lookup(env: Mapping):
+    def get(x):
+        try:
+            return env[x.name]
+        except KeyError:
+            raise LayoutError(f"expression reads an unknown index {x.name!r}") from None
+    return get
+
+
 def evaluate(e: Expr, env: Mapping[str, np.ndarray]) -> np.ndarray:
     """Evaluate over numpy int64 arrays (all of one shape); shared subtrees are computed once."""
-    memo: dict[int, np.ndarray] = {}
+    get = _var_lookup(env)
+    rules = {
+        Var: lambda x: get(x),
+        Const: lambda x: np.int64(x.value),
+        Add: lambda x, a, b: a + b,
+        Xor: lambda x, a, b: np.bitwise_xor(a, b),
+        Mul: lambda x, a: a * np.int64(x.c),
+        FloorDiv: lambda x, a: a // np.int64(x.c),
+        Mod: lambda x, a: a % np.int64(x.c),
+        And: lambda x, a: np.bitwise_and(a, np.int64(x.c)),
+        Shr: lambda x, a: np.right_shift(a, np.int64(x.c)),
+        Shl: lambda x, a: np.left_shift(a, np.int64(x.c)),
+        Lookup: lambda x, i: x.values[i],
+    }
+    return fold(e, rules)
 
-    def ev(x: Expr):
-        key = id(x)
-        if key in memo:
-            return memo[key]
-        if isinstance(x, Var):
-            try:
-                r = env[x.name]
-            except KeyError:
-                raise LayoutError(f"expression reads an unknown index {x.name!r}") from None
-        elif isinstance(x, Const):
-            r = np.int64(x.value)
-        elif isinstance(x, Add):
-            r = ev(x.a) + ev(x.b)
-        elif isinstance(x, Xor):
-            r = np.bitwise_xor(ev(x.a), ev(x.b))
-        elif isinstance(x, Mul):
-            r = ev(x.a) * np.int64(x.c)
-        elif isinstance(x, FloorDiv):
-            r = ev(x.a) // np.int64(x.c)
-        elif isinstance(x, Mod):
-            r = ev(x.a) % np.int64(x.c)
-        elif isinstance(x, And):
-            r = np.bitwise_and(ev(x.a), np.int64(x.c))
-        elif isinstance(x, Shr):
-            r = np.right_shift(ev(x.a), np.int64(x.c))
-        elif isinstance(x, Shl):
-            r = np.left_shift(ev(x.a), np.int64(x.c))
-        elif isinstance(x, Lookup):
-            r = x.values[ev(x.index)]
-        else:  # pragma: no cover - closed set of node types
-            raise TypeError(type(x))
-        memo[key] = r
-        return r
 
-    return ev(e)
+def evaluate_int(e: Expr, env: Mapping[str, int], memo: dict | None = None) -> int:
+    """Evaluate at one point with exact Python integers (used to re-check witnesses)."""
+    get = _var_lookup(env)
+    return fold(e, {
+        Var: lambda x: int(get(x)),
+        Const: lambda x: x.value,
+        Add: lambda x, a, b: a + b,
+        Xor: lambda x, a, b: a ^ b,
+        Mul: lambda x, a: a * x.c,
+        FloorDiv: lambda x, a: a // x.c,
+        Mod: lambda x, a: a % x.c,
+        And: lambda x, a: a & x.c,
+        Shr: lambda x, a: a >> x.c,
+        Shl: lambda x, a: a << x.c,
+        Lookup: lambda x, i: int(x.values[i]),
+    }, memo)
 
 
 def upper_bound(e: Expr, bounds: Mapping[str, int], memo: dict | None = None) -> int:
@@ -316,78 +353,36 @@ def upper_bound(e: Expr, bounds: Mapping[str, int], memo: dict | None = None) ->
 
     ``memo`` (optional) receives the bound of every sub-expression, keyed by ``id``.
     """
-    memo = {} if memo is None else memo
-
-    def ub(x: Expr) -> int:
-        key = id(x)
-        if key in memo:
-            return memo[key]
-        if isinstance(x, Var):
-            r = int(bounds[x.name])
-        elif isinstance(x, Const):
-            r = x.value
-        elif isinstance(x, Add):
-            r = ub(x.a) + ub(x.b)
-        elif isinstance(x, Xor):
-            r = (1 << max(ub(x.a), ub(x.b)).bit_length()) - 1
-        elif isinstance(x, Mul):
-            r = ub(x.a) * x.c
-        elif isinstance(x, FloorDiv):
-            r = ub(x.a) // x.c
-        elif isinstance(x, Mod):
-            r = min(ub(x.a), x.c - 1)
-        elif isinstance(x, And):
-            r = min(ub(x.a), x.c)
-        elif isinstance(x, Shr):
-            r = ub(x.a) >> x.c
-        elif isinstance(x, Shl):
-            r = ub(x.a) << x.c
-        elif isinstance(x, Lookup):
-            r = int(x.values.max()) if len(x.values) else 0
-        else:  # pragma: no cover
-            raise TypeError(type(x))
-        memo[key] = r
-        return r
-
-    return ub(e)
+    return fold(e, {
+        Var: lambda x: int(bounds[x.name]),
+        Const: lambda x: x.value,
+        Add: lambda x, a, b: a + b,
+        Xor: lambda x, a, b: (1 << max(a, b).bit_length()) - 1,
+        Mul: lambda x, a: a * x.c,
+        FloorDiv: lambda x, a: a // x.c,
+        Mod: lambda x, a: min(a, x.c - 1),
+        And: lambda x, a: min(a, x.c),
+        Shr: lambda x, a: a >> x.c,
+        Shl: lambda x, a: a << x.c,
+        Lookup: lambda x, i: int(x.values.max()) if len(x.values) else 0,
+    }, memo)
 
 
 def substitute(e: Expr, mapping: Mapping[str, Expr]) -> Expr:
     """Replace variables by expressions (used by composition)."""
-    memo: dict[int, Expr] = {}
-
-    def sub(x: Expr) -> Expr:
-        key = id(x)
-        if key in memo:
-            return memo[key]
-        if isinstance(x, Var):
-            r = mapping.get(x.name, x)
-        elif isinstance(x, Const):
-            r = x
-        elif isinstance(x, Add):
-            r = sub(x.a) + sub(x.b)
-        elif isinstance(x, Xor):
-            r = sub(x.a) ^ sub(x.b)
-        elif isinstance(x, Mul):
-            r = sub(x.a) * x.c
-        elif isinstance(x, FloorDiv):
-            r = sub(x.a) // x.c
-        elif isinstance(x, Mod):
-            r = sub(x.a) % x.c
-        elif isinstance(x, And):
-            r = sub(x.a) & x.c
-        elif isinstance(x, Shr):
-            r = sub(x.a) >> x.c
-        elif isinstance(x, Shl):
-            r = sub(x.a) << x.c
-        elif isinstance(x, Lookup):
-            r = Lookup(sub(x.index), x.values)
-        else:  # pragma: no cover
-            raise TypeError(type(x))
-        memo[key] = r
-        return r
-
-    return sub(e)
+    return fold(e, {
+        Var: lambda x: mapping.get(x.name, x),
+        Const: lambda x: x,
+        Add: lambda x, a, b: a + b,
+        Xor: lambda x, a, b: a ^ b,
+        Mul: lambda x, a: a * x.c,
+        FloorDiv: lambda x, a: a // x.c,
+        Mod: lambda x, a: a % x.c,
+        And: lambda x, a: a & x.c,
+        Shr: lambda x, a: a >> x.c,
+        Shl: lambda x, a: a << x.c,
+        Lookup: lambda x, i: Lookup(i, x.values),
+    })
 
 
 def to_z3(e: Expr, env: Mapping[str, object], width: int):
@@ -398,43 +393,22 @@ def to_z3(e: Expr, env: Mapping[str, object], width: int):
     """
     import z3
 
-    memo: dict[int, object] = {}
-
     def bv(v: int):
         return z3.BitVecVal(v, width)
 
-    def lo(x: Expr):
-        key = id(x)
-        if key in memo:
-            return memo[key]
-        if isinstance(x, Var):
-            r = env[x.name]
-        elif isinstance(x, Const):
-            r = bv(x.value)
-        elif isinstance(x, Add):
-            r = lo(x.a) + lo(x.b)
-        elif isinstance(x, Xor):
-            r = lo(x.a) ^ lo(x.b)
-        elif isinstance(x, Mul):
-            r = lo(x.a) * bv(x.c)
-        elif isinstance(x, FloorDiv):
-            r = z3.UDiv(lo(x.a), bv(x.c))
-        elif isinstance(x, Mod):
-            r = z3.URem(lo(x.a), bv(x.c))
-        elif isinstance(x, And):
-            r = lo(x.a) & bv(x.c)
-        elif isinstance(x, Shr):
-            r = z3.LShR(lo(x.a), bv(x.c))
-        elif isinstance(x, Shl):
-            r = lo(x.a) << bv(x.c)
-        elif isinstance(x, Lookup):
-            r = _z3_mux(lo(x.index), [int(v) for v in x.values], width)
-        else:  # pragma: no cover
-            raise TypeError(type(x))
-        memo[key] = r
-        return r
-
-    return lo(e)
+    return fold(e, {
+        Var: lambda x: env[x.name],
+        Const: lambda x: bv(x.value),
+        Add: lambda x, a, b: a + b,
+        Xor: lambda x, a, b: a ^ b,
+        Mul: lambda x, a: a * bv(x.c),
+        FloorDiv: lambda x, a: z3.UDiv(a, bv(x.c)),
+        Mod: lambda x, a: z3.URem(a, bv(x.c)),
+        And: lambda x, a: a & bv(x.c),
+        Shr: lambda x, a: z3.LShR(a, bv(x.c)),
+        Shl: lambda x, a: a << bv(x.c),
+        Lookup: lambda x, i: _z3_mux(i, [int(v) for v in x.values], width),
+    })
 
 
 def _z3_mux(index, values: list[int], width: int):

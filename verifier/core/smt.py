@@ -39,6 +39,7 @@ import weakref
 import numpy as np
 
 from layoutverify.core import expr as E
+from layoutverify.core import result as R
 from layoutverify.core.errors import LayoutError
 
 #: The hardware dim whose numbering the per-thread set queries ignore.
@@ -171,7 +172,7 @@ class Query:
 
 # -- the comparison ---------------------------------------------------------------------------
 def z3_compare(pair, *, timeout_ms: int = 10_000, smt2: str | None = None):
-    """Decide ``pair`` (a :class:`layoutverify.core.compare.Pair`) with z3; see the module docstring."""
+    """Decide ``pair`` (a :class:`layoutverify.core.result.Pair`) with z3; see the module docstring."""
     log = QueryLog() if smt2 is not None else None
     try:
         return _z3_compare(pair, timeout_ms, log)
@@ -181,14 +182,12 @@ def z3_compare(pair, *, timeout_ms: int = 10_000, smt2: str | None = None):
 
 
 def _unknown(pair, what: str, q: Query, witness=None):
-    from layoutverify.core.compare import Result
-    return Result("unknown", "z3", witness, 0.0,
+    return R.Result("unknown", "z3", witness, 0.0,
                   f"z3 gave up on {what} ({q.why or 'unknown'}); nothing is claimed")
 
 
 def _z3_compare(pair, timeout_ms, log):
     import z3
-    from layoutverify.core import compare as C
 
     a, b = pair.a, pair.b
     w = width_for(pair)
@@ -207,11 +206,11 @@ def _z3_compare(pair, timeout_ms, log):
     if q1.answer == "unknown":
         return _unknown(pair, "the pointwise comparison", q1)
     if q1.answer == "unsat" and pair.same_sizes:
-        return C._equal_result(pair, "z3", "no differing location exists: pointwise query unsat")
+        return R.equal_result(pair, "z3", "no differing location exists: pointwise query unsat")
     diff_loc = loc_from(q1, X) if q1.answer == "sat" else pair.outside_location()
     dw = pair.location_witness(diff_loc)
     if dw["a"] == dw["b"]:
-        return C.Result("unknown", "z3", dw, 0.0, "internal: z3 witness did not re-evaluate as a difference")
+        return R.Result("unknown", "z3", dw, 0.0, "internal: z3 witness did not re-evaluate as a difference")
 
     # 2. per-thread element sets.
     thread_res = None
@@ -227,25 +226,25 @@ def _z3_compare(pair, timeout_ms, log):
             if q.answer == "sat":
                 loc = loc_from(q, X)
                 if not _thread_witness_ok(pair, side, loc):
-                    return C.Result("unknown", "z3", pair.location_witness(loc), 0.0,
+                    return R.Result("unknown", "z3", pair.location_witness(loc), 0.0,
                                     "internal: z3 thread witness did not re-evaluate")
                 thread_res = ("loc", loc, side, True)
                 break
     if thread_res is None:
-        return C._reg_order_result(pair, "z3", diff_loc)
+        return R.reg_order_result(pair, "z3", diff_loc)
 
     # 3. coverage.
     cov = _coverage(pair, X, w, ta, tb, timeout_ms, log)
     if cov is not None and cov[0] == "unknown":
         _, what, q = cov
-        return C.Result("unknown", "z3", pair.location_witness(thread_res[1]), 0.0,
+        return R.Result("unknown", "z3", pair.location_witness(thread_res[1]), 0.0,
                         f"A and B differ (see witness), but z3 gave up on {what} ({q.why or 'unknown'}), "
                         f"so it is undecided whether they cover the same elements")
     if cov is not None:
         _, side, element, loc = cov
-        return C._coverage_result(pair, "z3", side, element, loc)
+        return R.coverage_result(pair, "z3", side, element, loc)
     _, loc, side, tset = thread_res
-    return C._not_equal_result(pair, "z3", loc, side, thread_set=tset)
+    return R.not_equal_result(pair, "z3", loc, side, thread_set=tset)
 
 
 def _thread_set_query(pair, side, X, w, timeout_ms, log):
