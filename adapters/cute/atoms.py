@@ -16,7 +16,9 @@ from pathlib import Path
 
 from layoutverify.core.errors import LayoutError, UnsupportedError
 
+from .algebra import upcast
 from .layout import CuteLayout
+from .literal import evaluate_literal
 from .swizzle import ComposedLayout
 
 CATALOGUE = Path(__file__).with_name("atoms.toml")
@@ -78,16 +80,15 @@ class CopyAtom:
 
 
 def _layout(text: str, named: dict) -> CuteLayout | ComposedLayout:
-    from .interp import evaluate_text
     if text.startswith("@"):
         key = text[1:]
         if key not in named:
             raise LayoutError(f"atoms.toml: unknown layout alias {text}")
         text = named[key]
-    val = evaluate_text(text)
-    if not isinstance(val, (CuteLayout, ComposedLayout)):
-        raise LayoutError(f"atoms.toml: {text!r} is not a layout")
-    return val
+    try:
+        return evaluate_literal(text)
+    except LayoutError as e:
+        raise LayoutError(f"atoms.toml: {text!r} is not a layout: {e}") from None
 
 
 def _resolve(table: dict, name: str, seen=()) -> dict:
@@ -163,7 +164,6 @@ def type_bits(name: str) -> int:
 
 def smem_atom(name: str, bits: int) -> ComposedLayout:
     """``GMMA::Layout_..._Atom<T>`` for a ``bits``-bit element type: ``upcast<bits>`` of the bit layout."""
-    from .algebra import upcast
     table = _catalogue()[2]
     if name not in table:
         raise LayoutError(f"unknown GMMA shared-memory layout atom {name!r}; known: {', '.join(sorted(table))}")
