@@ -13,7 +13,8 @@ Known defects of tilus 0.2.0 are not copied; where tilus's answer is wrong, the 
   and then meets a dim it can take whole) or refuses a representable reshape, the step is counted
   as a tilus defect, our result is checked against the spec at once, and the expression goes on
   from a tilus copy of our (checked) result.
-* ``flatten``'s ``end_dim`` is inclusive as documented; tilus 0.2.0 is called with ``end_dim + 1``.
+* ``flatten`` is tilus 0.2.0's own (``end_dim`` exclusive) and is called as is; the docstring's
+  inclusive reading, ``flatten_documented(x, s, e)``, is tilus's ``flatten(x, s, e + 1)``.
 * ``left_divide`` cases tilus refuses are checked by composing our answer back with tilus.
 
 The shared-layout sweep compares our memory layouts with tilus's ``SharedLayout.as_numpy_grid``.
@@ -212,9 +213,14 @@ class Gen:
             s = rng.randint(0, rank - 1)
             e = rng.randint(s, rank - 1)
             new = list(tl.shape[:s]) + [math.prod(tl.shape[s:e + 1])] + list(tl.shape[e + 1:])
-            e_text = e - rank if rng.random() < 0.3 else e
-            args = "" if (s == 0 and e == rank - 1 and rng.random() < 0.5) else f", {s}, {e_text}"
-            # tilus 0.2.0 treats end_dim as exclusive: pass e + 1 to get the documented result
+            if rng.random() < 0.5:   # the documented reading: end_dim inclusive
+                e_text = e - rank if rng.random() < 0.3 else e
+                args = "" if (s == 0 and e == rank - 1 and rng.random() < 0.5) else f", {s}, {e_text}"
+                return self.reshape_step(text, tl, new, f"flatten_documented({text}{args})",
+                                         lambda: R.flatten(tl, s, e + 1), "flatten")
+            # tilus's own flatten (end_dim exclusive): the same merge, written with e + 1
+            e_text = (e + 1 - rank) if (e + 1 < rank and rng.random() < 0.3) else e + 1
+            args = "" if (s == 0 and e + 1 == rank - 1 and rng.random() < 0.5) else f", {s}, {e_text}"
             return self.reshape_step(text, tl, new, f"flatten({text}{args})", lambda: R.flatten(tl, s, e + 1), "flatten")
         if kind == "unsqueeze":
             k = rng.randint(1, 2)
@@ -356,8 +362,9 @@ def test_tilus_reshape_defect_is_real_and_we_follow_the_spec():
 
 def test_tilus_flatten_end_dim_is_exclusive_in_tilus_but_inclusive_as_documented():
     assert tuple(R.flatten(R.local(2, 3, 4)).shape) == (6, 4)      # tilus 0.2.0
-    assert T.parse("flatten(local(2, 3, 4))").out_sizes == (24,)   # documented: end_dim=-1 inclusive
-    assert T.parse("flatten(local(2, 3, 4), 1, 2)").out_sizes == (2, 12)
+    assert T.parse("flatten(local(2, 3, 4))").out_sizes == (6, 4)  # ours follows tilus by default
+    assert T.parse("flatten_documented(local(2, 3, 4))").out_sizes == (24,)   # documented: inclusive
+    assert T.parse("flatten_documented(local(2, 3, 4), 1, 2)").out_sizes == (2, 12)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -477,3 +484,30 @@ def test_shared_sweep_against_tilus():
             with pytest.raises(LayoutError):
                 T.parse(text)
     assert checked >= 300 and swizzled >= 50, (checked, swizzled)
+
+
+@pytest.mark.parametrize("text,start,end", [
+    ("local(2, 3, 4)", 0, -1), ("local(2, 3, 4)", 0, 3), ("spatial(2, 3).local(1, 4)", 1, 2),
+    ("local(2, 3, 4)", 1, 1), ("spatial(4, 2, 2)", 0, 2), ("local(2, 1, 3).spatial(1, 2, 2)", 1, -1),
+])
+def test_flatten_is_tilus_own(text, start, end):
+    """``flatten`` is what tilus 0.2.0's code does (``end_dim`` exclusive, the oracle here), and
+    ``flatten_documented`` its docstring's inclusive reading."""
+    base = T.build(text)
+    tl = t_register_layout(list(base.shape), list(base.mode_shape), list(base.spatial), list(base.local))
+    theirs = R.flatten(tl, start, end)
+    ours = T.build(f"flatten({text}, {start}, {end})")
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert np.array_equal(our_holders(T.parse(f"flatten({text}, {start}, {end})", warp_size=1 << 20)),
+                          tilus_holders(theirs))
+    n = len(base.shape)
+    e_incl = end % n
+    if -n <= end < n and start <= e_incl:
+        doc = T.build(f"flatten_documented({text}, {start}, {end})")
+        want = list(base.shape[:start]) + [math.prod(base.shape[start:e_incl + 1])] + list(base.shape[e_incl + 1:])
+        assert list(doc.shape) == want
+
+
+def test_default_flatten_differs_from_the_docstring():
+    assert list(T.build("flatten(local(2, 3, 4))").shape) == [6, 4]              # tilus 0.2.0's code
+    assert list(T.build("flatten_documented(local(2, 3, 4))").shape) == [24]     # its docstring

@@ -8,7 +8,8 @@ Accepted text (Python syntax, parsed with ``ast``, never evaluated; see
   ``replicated(4, 4, num_workers=2)``, ``auto_local_spatial(128, [64, 64])``, ``ranks=[...]``,
   chains ``local(2, 1).spatial(8, 4).local(1, 2)``, ``compose(a, b)`` / ``a * b``, ``reduce(a,
   dims=[0], keepdims=False)``, ``a.reduce_to([...])`` / ``reduce_to(a, [...])``, ``permute``,
-  ``reshape``, ``flatten`` (``end_dim`` inclusive, as documented), ``squeeze``, ``unsqueeze``,
+  ``reshape``, ``flatten`` (``end_dim`` exclusive, as tilus 0.2.0's code does; its docstring's
+  inclusive reading is ``flatten_documented``), ``squeeze``, ``unsqueeze``,
   ``concat``, ``divide(a, b)`` / ``a / b``, ``left_divide``, ``register_layout(...)`` and the printed
   form ``RegisterLayout(shape=[...], mode_shape=[...], spatial_modes=[...], local_modes=[...])``;
 * shared layouts (:mod:`layoutverify.adapters.tilus.shared`): ``shared_row_major``, ``shared_column_major``,
@@ -75,6 +76,7 @@ class OurBackend(syntax.Backend):
             "permute": lambda: reg.permute(b["layout"], b["dims"]),
             "reshape": lambda: reg.reshape(b["layout"], b["shape"]),
             "flatten": lambda: reg.flatten(b["layout"], b["start_dim"], b["end_dim"]),
+            "flatten_documented": lambda: reg.flatten_documented(b["layout"], b["start_dim"], b["end_dim"]),
             "squeeze": lambda: reg.squeeze(b["layout"], b["dims"]),
             "unsqueeze": lambda: reg.unsqueeze(b["layout"], b["dims"]),
             "reduce": lambda: reg.reduce(b["layout"], b["dims"], keepdims=b["keepdims"]),
@@ -137,7 +139,7 @@ def _check_shape(layout: Layout, shape, text: str) -> Layout:
 
 _SPEC_START = re.compile(
     r"(RegisterLayout\(|SharedLayout\(|Swizzle\(|shared_\w*\(|(local|spatial|column_spatial|column_local|"
-    r"replicated|auto_local_spatial|register_layout|compose|concat|reduce|reduce_to|permute|reshape|flatten|"
+    r"replicated|auto_local_spatial|register_layout|compose|concat|reduce|reduce_to|permute|reshape|flatten|flatten_documented|"
     r"squeeze|unsqueeze|divide|left_divide|repeat)\s*\()")
 
 

@@ -82,6 +82,9 @@ class TilusBackend(syntax.Backend):
             "permute": lambda: R.permute(b["layout"], list(b["dims"])),
             "reshape": lambda: R.reshape(b["layout"], list(b["shape"])),
             "flatten": lambda: R.flatten(b["layout"], b["start_dim"], b["end_dim"]),
+            # the docstring's inclusive end_dim, through tilus's own (exclusive) flatten
+            "flatten_documented": lambda: R.flatten(b["layout"], b["start_dim"] % len(b["layout"].shape),
+                                                    b["end_dim"] % len(b["layout"].shape) + 1),
             "squeeze": lambda: R.squeeze(b["layout"], list(b["dims"])),
             "unsqueeze": lambda: R.unsqueeze(b["layout"], list(b["dims"])),
             "reduce": lambda: R.reduce(b["layout"], list(b["dims"]), keepdims=b["keepdims"]),

@@ -26,9 +26,11 @@ Operations (``compose``/``*``, ``reduce``, ``reduce_to``, ``permute``, ``reshape
 Tilus's documentation and signatures (tilus 0.2.0), with these deliberate differences, each a
 defect of tilus 0.2.0's implementation found by the differential sweep:
 
-* ``flatten(layout, start_dim, end_dim)`` flattens ``start_dim..end_dim`` **inclusive**, as
-  documented; tilus 0.2.0's code treats ``end_dim`` as exclusive (``flatten(x)`` of a 3-D layout
-  only merges the first two dims).
+* ``flatten(layout, start_dim, end_dim)`` does what tilus 0.2.0's code does, since users compare
+  against what Tilus does: ``end_dim`` is **exclusive** (after a negative ``end_dim`` is counted
+  from the end, so ``flatten(x)`` of a 3-D layout merges only dims 0 and 1, and
+  ``flatten(x, 1, 1)`` inserts a dim of size 1). Tilus's docstring says ``end_dim`` is inclusive;
+  that reading is ``flatten_documented`` (``flatten_documented(x)`` merges every dim).
 * ``reshape`` is the row-major reinterpretation of the index; tilus 0.2.0 returns a wrong layout
   (different thread/local counts) for e.g. ``reshape(spatial(4).local(2), [2, 4])`` and refuses some
   representable reshapes (``reshape(local(4).spatial(3), [2, 6])``).
@@ -565,13 +567,29 @@ def reshape(layout: RegisterModes, shape: Sequence[int]) -> RegisterModes:
 
 
 def flatten(layout: RegisterModes, start_dim: int = 0, end_dim: int = -1) -> RegisterModes:
-    """Merge dims ``start_dim..end_dim`` **inclusive** (as documented; negative dims count from
-    the end)."""
+    """Tilus's ``flatten`` as tilus 0.2.0 implements it: merge dims ``start_dim`` up to
+    ``end_dim`` **exclusive**, where a negative ``end_dim`` first becomes ``rank + end_dim`` (so the
+    default ``-1`` leaves the last dim alone), and ``start_dim == end_dim`` inserts a dim of size 1
+    (the product of no dims). Its docstring's reading is :func:`flatten_documented`."""
+    n = layout.rank
+    s = start_dim
+    e = end_dim + n if end_dim < 0 else end_dim
+    if not 0 <= s <= e <= n or s == n:
+        raise LayoutError(f"cannot flatten dims {start_dim}..{end_dim} (end exclusive, as tilus 0.2.0 "
+                          f"computes it) of a rank-{n} layout")
+    shape = layout.shape[:s] + (_prod(layout.shape[s:e]),) + layout.shape[e:]
+    return reshape(layout, shape)
+
+
+def flatten_documented(layout: RegisterModes, start_dim: int = 0, end_dim: int = -1) -> RegisterModes:
+    """Tilus's ``flatten`` as its docstring states it: merge dims ``start_dim..end_dim``
+    **inclusive** (negative dims count from the end; the default merges every dim). tilus 0.2.0's
+    code differs (see :func:`flatten`)."""
     n = layout.rank
     s = start_dim + n if start_dim < 0 else start_dim
     e = end_dim + n if end_dim < 0 else end_dim
     if not (0 <= s < n and 0 <= e < n) or s > e:
-        raise LayoutError(f"cannot flatten dims {start_dim}..{end_dim} of a rank-{n} layout")
+        raise LayoutError(f"cannot flatten dims {start_dim}..{end_dim} (inclusive) of a rank-{n} layout")
     shape = layout.shape[:s] + (_prod(layout.shape[s:e + 1]),) + layout.shape[e + 1:]
     return reshape(layout, shape)
 

@@ -134,6 +134,7 @@ FUNCTIONS: dict[str, Sig] = {
     "permute": _sig(Param("layout", "reg"), Param("dims", "ints")),
     "reshape": _sig(Param("layout", "reg"), Param("shape", "ints")),
     "flatten": _sig(Param("layout", "reg"), Param("start_dim", "int", 0), Param("end_dim", "int", -1)),
+    "flatten_documented": _sig(Param("layout", "reg"), Param("start_dim", "int", 0), Param("end_dim", "int", -1)),
     "squeeze": _sig(Param("layout", "reg"), Param("dims", "ints")),
     "unsqueeze": _sig(Param("layout", "reg"), Param("dims", "ints")),
     "reduce": _sig(Param("layout", "reg"), Param("dims", "ints"), Param("keepdims", "bool", False, True)),
