@@ -108,7 +108,7 @@ class NestedLayout:
 
 # ----------------------------------------------------------------------------------------------
 # parsing
-_TOKEN = re.compile(r"\s*(?:(?P<int>-?\d+)|(?P<name>[A-Za-z_#][A-Za-z0-9_.$#]*)|(?P<punct>[<>\[\]=,:]))")
+_TOKEN = re.compile(r"\s*(?:(?P<int>-?[0-9]+)|(?P<name>[A-Za-z_#][A-Za-z0-9_.$#]*)|(?P<punct>[<>\[\]=,:]))")
 
 
 def _tokens(text: str):
@@ -226,17 +226,24 @@ class _Parser:
         self.expect("<")
         parts = []
         while self.peek()[1] != ">":
+            if self.peek()[0] == "end":
+                self.fail("unterminated vector type: missing '>'")
             kind, val, col = self.next()
-            if kind == "end":
-                self.fail("unterminated vector type")
             parts.append(val)
         self.next()
         body = "".join(parts)
-        m = re.fullmatch(r"((?:\d+x)*)([a-z]\w*)", body)
-        if not m:
+        m = re.fullmatch(r"((?:[0-9]{1,12}x)*)([a-z][A-Za-z0-9_]*)", body)
+        if not m or not _ELEMENT_TYPE.fullmatch(m.group(2)):
             self.fail(f"cannot read vector type vector<{body}>", t)
         dims = tuple(int(x) for x in m.group(1).split("x") if x)
         return dims
+
+
+#: MLIR builtin element types of a ``vector<...>``
+_ELEMENT_TYPE = re.compile(r"(?:i|si|ui)(?:[1-9][0-9]{0,3})|f16|f32|f64|bf16|tf32|index|"
+                           r"f[468]E[0-9]M[0-9](?:FNUZ|FN|FNU|B11FNUZ)?")
+#: largest tensor (number of elements) a nested layout may describe, as for Triton's tensor types
+MAX_ELEMENTS = 1 << 32
 
 
 def parse_attr(text: str) -> tuple[NestedLayout, tuple | None]:
@@ -281,6 +288,8 @@ def _resolve(text, shape, options):
         raise UnsupportedError("a rank-0 nested layout has no logical dims")
     lay = lay.normalized()
     implied = lay.shape
+    if int(np.prod([float(s) for s in implied])) > MAX_ELEMENTS:
+        raise SizeLimitError(f"nested layout of shape {list(implied)} has more than 2^32 elements")
     for given, what in ((vec, "the vector type"), (tuple(shape) if shape is not None else None, "shape")):
         if given is not None and tuple(given) != implied:
             raise LayoutError(f"{what} {list(given)} does not match the layout, whose tiles multiply to {list(implied)}")

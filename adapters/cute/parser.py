@@ -44,8 +44,8 @@ class Token:
 
 _TOKEN_RE = re.compile(r"""
     (?P<ws>\s+)
-  | (?P<smem>smem_ptr\[(?P<bits>\d+)b\]\(unset\))
-  | (?P<int>_?\d+)
+  | (?P<smem>smem_ptr\[(?P<bits>[0-9]+)b\]\(unset\))
+  | (?P<int>_?[0-9]+)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)
   | (?P<punct>[(),:<>.=\-{}])
 """, re.VERBOSE)

@@ -44,6 +44,9 @@ class Swizzle:
             raise LayoutError(f"{self}: |S| must be at least B (CuTe: 'abs(SShift) must be more than BBits')")
         if self.B > 32 or self.M > 48 or abs(self.S) > 48:
             raise LayoutError(f"{self}: parameters out of range")
+        if self.B + self.M + abs(self.S) > 62:   # both masks (and every offset they touch) fit in int64
+            raise LayoutError(f"{self}: B + M + |S| = {self.B + self.M + abs(self.S)} exceeds 62 "
+                              "(swizzled offsets must fit in 64-bit integers)")
 
     def __str__(self):
         return f"Sw<{self.B},{self.M},{self.S}>"

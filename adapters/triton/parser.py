@@ -61,6 +61,9 @@ _WS = re.compile(r"(?:\s+|//[^\n]*)+")
 _DIM = re.compile(r"([0-9]+)[ \t]*x[ \t]*")
 _LAST_DIM = re.compile(r"([0-9]+)")
 _DYNAMIC = re.compile(r"[?*]")
+#: MLIR builtin element types a Triton tensor holds (``!``-dialect types such as ``!tt.ptr<f16>`` apart)
+_ELEMENT_TYPE = re.compile(r"(?:i|si|ui)(?:[1-9][0-9]{0,3})|f16|f32|f64|bf16|tf32|index|"
+                           r"f[468]E[0-9]M[0-9](?:FNUZ|FN|FNU|B11FNUZ)?")
 
 
 @dataclass(frozen=True)
@@ -321,6 +324,9 @@ class _Parser:
     def element_type(self, depth: int) -> str:
         tok = self.lex.peek()
         if tok.kind == "ident":
+            if not _ELEMENT_TYPE.fullmatch(tok.value):
+                raise self.error("unknown element type (expected f16, bf16, f32, f64, tf32, i1..i64, "
+                                 "f8E4M3FN, f8E5M2, ... or !tt.ptr<...>)", tok)
             self.lex.next()
             return tok.value
         if tok.kind == "bang":

@@ -1,0 +1,402 @@
+"""Hostile input: no text, file or option a user can give makes the CLI hang, blow up or crash.
+
+Every case runs ``layoutverify`` and checks the contract of :mod:`layoutverify.apps.cli`: bad input
+ends with exit status 2 and exactly one line on stderr, ``layoutverify[ COMMAND]: error: ...``
+(no traceback, no ``internal error``, never exit 70), within a wall-time limit; valid input ends
+with 0 or 1. Most cases run in this process through :func:`layoutverify.apps.cli.main` (with a
+timer that interrupts a hang); the ones about devices, FIFOs and memory run as real subprocesses
+(``python -m layoutverify``) under an address-space limit (``RLIMIT_AS``), so that a read of
+``/dev/zero`` or a huge allocation fails the test instead of the machine.
+
+The suite has four parts: a table of hand-written texts per adapter (triton, cute, tilus, iree, ptx,
+amd); files (``@FILE`` layouts, corpus TOML, golden JSON, atlas corpora, output paths); options of
+every subcommand; and hypothesis-generated mutations of valid texts per adapter (truncation,
+duplicated tokens, huge numbers, non-ASCII digits, deep nesting, random bytes).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from layoutverify.apps.cli import main
+
+#: wall-time limit of one in-process case (seconds); bad input must be refused far faster
+IN_PROCESS_LIMIT_S = 10
+#: wall-time and address-space limits of one subprocess case
+SUBPROCESS_LIMIT_S = 20
+MEMORY_LIMIT = 2 << 30
+
+ERROR_LINE = re.compile(r"^layoutverify(?: [a-z]+)?: error: \S.*$")
+
+
+class Hang(Exception):
+    """Raised by the timer when an in-process case runs past its limit."""
+
+
+def _alarm(signum, frame):
+    raise Hang(f"still running after {IN_PROCESS_LIMIT_S} s")
+
+
+def run_in_process(argv: list[str]) -> tuple[int, str, str]:
+    """``main(argv)`` with stdout/stderr captured, interrupted after :data:`IN_PROCESS_LIMIT_S`."""
+    out, err = io.StringIO(), io.StringIO()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, IN_PROCESS_LIMIT_S)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(argv)
+            except SystemExit as e:  # main should return, but never let a stray exit end pytest
+                rc = e.code if isinstance(e.code, int) else 2
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _limit_memory():
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def run_subprocess(argv: list[str], cwd=None) -> tuple[int, str, str]:
+    """``python -m layoutverify ARGV`` under :data:`MEMORY_LIMIT` bytes of address space."""
+    env = {k: v for k, v in os.environ.items() if k != "LAYOUTVERIFY_DEBUG"}
+    env["COLUMNS"] = "100"
+    p = subprocess.run([sys.executable, "-m", "layoutverify", *argv], capture_output=True, text=True,
+                       timeout=SUBPROCESS_LIMIT_S, preexec_fn=_limit_memory, cwd=cwd, env=env,
+                       stdin=subprocess.DEVNULL)
+    return p.returncode, p.stdout, p.stderr
+
+
+def assert_refused(rc: int, err: str, must_mention: str | None = None, argv=None):
+    """Exit 2 and exactly one error line (naming ``must_mention`` when given)."""
+    where = f"argv={argv!r}\nstderr={err[-2000:]!r}"
+    assert "Traceback" not in err, where
+    assert "internal error" not in err, where
+    assert rc == 2, f"exit {rc}, expected 2; {where}"
+    lines = err.splitlines()
+    assert len(lines) == 1, f"{len(lines)} stderr lines, expected 1; {where}"
+    assert ERROR_LINE.match(lines[0]), where
+    if must_mention is not None:
+        assert re.search(must_mention, lines[0], re.IGNORECASE), f"error does not mention {must_mention!r}; {where}"
+
+
+def assert_clean(rc: int, err: str, argv=None):
+    """Valid or invalid, the input was handled: exit 0/1/3, or 2 with one error line."""
+    where = f"argv={argv!r}\nstderr={err[-2000:]!r}"
+    assert "Traceback" not in err, where
+    assert "internal error" not in err, where
+    assert rc in (0, 1, 2, 3), f"exit {rc}; {where}"
+    if rc == 2:
+        assert_refused(rc, err, argv=argv)
+
+
+def refused(argv, must_mention=None, *, subprocess_=False, cwd=None):
+    t0 = time.monotonic()
+    rc, out, err = (run_subprocess(argv, cwd=cwd) if subprocess_ else run_in_process(argv))
+    assert_refused(rc, err, must_mention, argv)
+    assert time.monotonic() - t0 < (SUBPROCESS_LIMIT_S if subprocess_ else IN_PROCESS_LIMIT_S)
+    return out, err
+
+
+def accepted(argv):
+    rc, out, err = run_in_process(argv)
+    assert "Traceback" not in err and rc in (0, 1), f"argv={argv!r} exit {rc} stderr={err[-2000:]!r}"
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Valid texts per adapter: the seeds that the mutations below start from (each must be accepted).
+BLOCKED = ("#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], "
+           "order = [1, 0]}>")
+MMA2 = "#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [2, 2], instrShape = [16, 8]}>"
+LINEAR = ("#ttg.linear<{register = [[1, 0], [0, 1]], lane = [[0, 2], [0, 4], [2, 0], [4, 0], [8, 0]], "
+          "warp = [], block = []}>")
+IREE = ("#iree_vector_ext.nested_layout<subgroup_tile = [1, 1], batch_tile = [1, 1], outer_tile = [1, 1], "
+        "thread_tile = [16, 4], element_tile = [1, 4], subgroup_strides = [0, 0], thread_strides = [1, 16]>")
+TILED_MMA = "tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (2,2,1), C, tile=(32,32))"
+
+#: framework -> [(text, --shape or None)]
+SEEDS = {
+    "triton": [(BLOCKED, "64x64"), (f"tensor<64x64xf16, {BLOCKED}>", None), (MMA2, "32x32"), (LINEAR, "16x16"),
+               (f"#ttg.slice<{{dim = 1, parent = {BLOCKED}}}>", "64"),
+               ("#ttg.dot_op<{opIdx = 0, parent = " + MMA2 + ", kWidth = 2}>", "32x32"),
+               ("#ttg.swizzled_shared<{vec = 4, perPhase = 1, maxPhase = 8, order = [1, 0]}>", "32x32"),
+               ("#ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>", "64x64")],
+    "cute": [("(4,8):(8,1)", None), ("((2,2),(2,3)):((4,1),(2,8))", None), ("Sw<3,3,3> o (64,64):(64,1)", None),
+             ("coalesce(composition((4,8):(8,1), right_inverse((4,8):(8,1))))", None), ("logical_divide(24:1, 4:3)", None),
+             ("SM80_16x8x16_F32F16F16F32_TN.A", None), (TILED_MMA, None),
+             ("make_layout((4,8), LayoutRight)", None)],
+    "tilus": [("local(2, 1).spatial(8, 4)", None), ("column_spatial(4, 8).local(4, 1)", None),
+              ("RegisterLayout(shape=[4, 8], mode_shape=[4, 2, 4], spatial_modes=[1, -4, 2], local_modes=[0])", None),
+              ("shared_compose(shared_row_major(2, 2), shared_row_major(4, 8))", None)],
+    "iree": [(IREE, None)],
+    "ptx": [("mma.m16n8k16.f16.A", None), ("wgmma.m64n32k16.f32.D", None), ("ldmatrix.x4.trans", None),
+            ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32.C", None)],
+    "amd": [("v_mfma_f32_32x32x8_f16.C", None), ("rdna3.v_wmma_f16_16x16x16_f16.C", None),
+            ("v_mfma_f32_16x16x32_bf16.A", None)],
+}
+SEED_CASES = [(fw, text, shape) for fw, seeds in SEEDS.items() for text, shape in seeds]
+
+
+def show(fw: str, text: str, shape: str | None = None) -> list[str]:
+    return ["show", f"{fw}:{text}", "--no-grid"] + (["--shape", shape] if shape else [])
+
+
+@pytest.mark.parametrize("fw,text,shape", SEED_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(SEED_CASES)])
+def test_seed_is_valid(fw, text, shape):
+    accepted(show(fw, text, shape))
+
+
+# ------------------------------------------------------------------------------------------------
+# Hand-written hostile layout texts: (framework, text, --shape, what the error must mention or None)
+DEEP = 5000
+HUGE = str(10 ** 40)
+BIG = str(2 ** 63)
+FULLWIDTH_4 = "\uff14"     # '４'
+ARABIC_3 = "\u0663"        # '٣'
+DEVANAGARI_8 = "\u096e"    # '८'
+#: "what the error must mention" for inputs that may be valid: any clean outcome (0/1, or 2 with one line)
+ANY = object()
+
+
+def blocked(spt="[1, 4]", tpw="[4, 8]", wpc="[4, 1]", order="[1, 0]"):
+    return f"#ttg.blocked<{{sizePerThread = {spt}, threadsPerWarp = {tpw}, warpsPerCTA = {wpc}, order = {order}}}>"
+
+
+TEXT_CASES = [
+    # --- triton ---
+    ("triton", "", "64x64", "empty"),
+    ("triton", "   ", "64x64", "empty"),
+    ("triton", "#ttg.blocked<{", "64x64", None),
+    ("triton", BLOCKED[:-2], "64x64", None),
+    ("triton", BLOCKED + ">", "64x64", None),
+    ("triton", BLOCKED + BLOCKED, "64x64", None),
+    ("triton", blocked(wpc="[1048576, 1048576]"), "64x64", None),
+    ("triton", blocked(wpc=f"[{BIG}, 1]"), "64x64", None),
+    ("triton", blocked(wpc=f"[{HUGE}, 1]"), "64x64", None),
+    ("triton", blocked(wpc="[0, 1]"), "64x64", None),
+    ("triton", blocked(wpc="[-4, 1]"), "64x64", None),
+    ("triton", blocked(spt="[1048576, 1048576]"), "64x64", ANY),   # Triton wraps registers around the shape
+    ("triton", blocked(spt=f"[{FULLWIDTH_4}, 4]"), "64x64", None),
+    ("triton", blocked(tpw=f"[4, {ARABIC_3}]"), "64x64", None),
+    ("triton", blocked(order="[1, 0" + ", 0" * 10000 + "]"), "64x64", None),
+    ("triton", blocked(tpw="[" * DEEP + "]" * DEEP), "64x64", None),
+    ("triton", "#ttg.blocked<" + "{" * DEEP + "}" * DEEP + ">", "64x64", None),
+    ("triton", "#ttg.slice<{dim = 0, parent = " * 2000 + BLOCKED + "}>" * 2000, "64", None),
+    ("triton", f"tensor<64x64xq13, {BLOCKED}>", None, "q13"),
+    ("triton", f"tensor<64x64xf16x, {BLOCKED}>", None, None),
+    ("triton", f"tensor<0x64xf16, {BLOCKED}>", None, None),
+    ("triton", f"tensor<-64x64xf16, {BLOCKED}>", None, None),
+    ("triton", f"tensor<{HUGE}x64xf16, {BLOCKED}>", None, None),
+    ("triton", f"tensor<4294967296x4294967296xf16, {BLOCKED}>", None, None),
+    ("triton", f"tensor<6{FULLWIDTH_4}x64xf16, {BLOCKED}>", None, None),
+    ("triton", f"tensor<64x6{DEVANAGARI_8}xf16, {BLOCKED}>", None, None),
+    ("triton", f"tensor<64x64xf16, {BLOCKED}", None, None),
+    ("triton", f"tensor<64x64xf16>", None, None),
+    ("triton", f"tensor<{'64x' * 40}f16, {BLOCKED}>", None, None),
+    ("triton", "#ttg.linear<{register = [[1, 0]], lane = [[" + BIG + ", 0]], warp = [], block = []}>", "16x16", None),
+    ("triton", "#ttg.linear<{register = " + "[" * DEEP + "]" * DEEP + ", lane = [], warp = [], block = []}>",
+     "16x16", None),
+    ("triton", "#ttg.linear<{register = [" + ", ".join(["[1, 0]"] * 100) + "], lane = [], warp = [], block = []}>",
+     "16x16", None),
+    ("triton", MMA2.replace("[2, 2]", "[65536, 65536]"), "32x32", None),
+    ("triton", MMA2.replace("versionMajor = 2", "versionMajor = " + HUGE), "32x32", None),
+    ("triton", MMA2.replace("[16, 8]", "[0, 8]"), "32x32", None),
+    ("triton", "#ttg.swizzled_shared<{vec = " + BIG + ", perPhase = 1, maxPhase = 8, order = [1, 0]}>", "32x32", None),
+    ("triton", "#ttg.swizzled_shared<{vec = 4, perPhase = 0, maxPhase = 8, order = [1, 0]}>", "32x32", None),
+    ("triton", "#ttg.nvmma_shared<{swizzlingByteWidth = 99999999, transposed = false, elementBitWidth = 16}>",
+     "64x64", None),
+    ("triton", "#ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 0}>", "64x64", None),
+    ("triton", BLOCKED, "4294967296x2", None),
+    ("triton", BLOCKED, "1" + "x1" * 20, None),
+    ("triton", "#ttg.blocked<{sizePerThread = [1, 4] threadsPerWarp = [4, 8]}>", "64x64", None),
+    ("triton", '#ttg.blocked<{sizePerThread = "' + "a" * 100 + '}>', "64x64", None),
+    ("triton", "#ttg.blocked<{sizePerThread = [0x" + "f" * 40 + ", 4]}>", "64x64", None),
+    ("triton", "#blocked = " + BLOCKED + "\n" + "#blocked = " + BLOCKED, "64x64", None),
+    ("triton", "#blocked", "64x64", None),
+    ("triton", "\x00\x01\x02", "64x64", None),
+    ("triton", "#ttg.blocked<{sizePerThread = [1, 4]\u202e}>", "64x64", None),
+    # --- cute ---
+    ("cute", "", None, "empty"),
+    ("cute", "(", None, None),
+    ("cute", ")", None, None),
+    ("cute", "(4,8):", None, None),
+    ("cute", ":(8,1)", None, None),
+    ("cute", "(4,8):(8,1,2)", None, None),
+    ("cute", "(4,8):(8,1)(4,8)", None, None),
+    ("cute", "(" * DEEP + "4" + ")" * DEEP + ":1", None, None),
+    ("cute", "(" * 100000, None, None),
+    ("cute", "Sw<30,30,30> o (64,64):(64,1)", None, None),
+    ("cute", "Sw<3,3,30> o (64,64):(64,1)", None, ANY),            # CuTe allows it: |S| >= B
+    ("cute", "Sw<-1,3,3> o (64,64):(64,1)", None, None),
+    ("cute", f"Sw<3,3,{HUGE}> o (64,64):(64,1)", None, None),
+    ("cute", f"Sw<{BIG},3,3> o (64,64):(64,1)", None, None),
+    ("cute", "Sw<3,3,3>", None, None),
+    ("cute", "Sw<3,3,3> o Sw<3,3,3> o (64,64):(64,1)", None, None),
+    ("cute", "(1000000000,1000000000):(1,1000000000)", None, None),
+    ("cute", f"({BIG},2):(1,1)", None, None),
+    ("cute", f"({HUGE},2):(1,1)", None, None),
+    ("cute", "(4,8):(" + BIG + ",1)", None, None),
+    ("cute", "(0,4):(1,1)", None, None),
+    ("cute", "(4,8):(-8,1)", None, None),
+    ("cute", "(-4,8):(8,1)", None, None),
+    ("cute", f"({FULLWIDTH_4},8):(8,1)", None, None),
+    ("cute", f"(4,8):(8,{ARABIC_3})", None, None),
+    ("cute", f"_{DEVANAGARI_8}", None, None),
+    ("cute", "tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (100000,100000,1), C)", None, None),
+    ("cute", "tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (65536,65536,65536), C)", None, None),
+    ("cute", f"tiled_mma(SM80_16x8x16_F32F16F16F32_TN, ({BIG},1,1), C)", None, None),
+    ("cute", "tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (2,2,1), C, tile=(99999999,99999999))", None, None),
+    ("cute", "tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (0,2,1), C)", None, None),
+    ("cute", "tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (2,2,1), Q)", None, None),
+    ("cute", "tiled_mma(SM80_NOPE_TN, (2,2,1), C)", None, None),
+    ("cute", "tiled_mma(" * 3000 + ")" * 3000, None, None),
+    ("cute", "composition(" * 3000 + "4:1" + ")" * 3000, None, None),
+    ("cute", "logical_divide(24:1, 0:3)", None, None),
+    ("cute", "logical_divide(24:1, 4:0)", None, None),
+    ("cute", f"logical_product((2,2):(4,1), {BIG}:1)", None, None),
+    ("cute", f"blocked_product((2,5):(5,1), ({BIG},4):(1,3))", None, None),
+    ("cute", "raked_product((65536,65536):(1,65536), (65536,65536):(1,65536))", None, None),
+    ("cute", "make_layout((65536,65536,65536), LayoutRight)", None, None),
+    ("cute", "make_layout((4,8), LayoutNope)", None, None),
+    ("cute", "complement((4,8):(8,1), " + BIG + ")", None, None),
+    ("cute", "right_inverse((4,8):(0,1))", None, None),
+    ("cute", "SM80_16x8x16_F32F16F16F32_TN.Z", None, None),
+    ("cute", "SM80_16x8x16_F32F16F16F32_TN." + "A." * 100, None, None),
+    ("cute", "Layout<Shape<_4,_8>, Stride<_8>>", None, None),
+    ("cute", "Layout<" * 3000 + ">" * 3000, None, None),
+    ("cute", "upcast<0>((4,8):(8,1))", None, None),
+    ("cute", f"upcast<{BIG}>((4,8):(8,1))", None, ANY),
+    ("cute", "downcast<65536>((65536,65536):(65536,1))", None, None),
+    ("cute", "smem_ptr[99999999999999999999999999999999b](unset) o (4,8):(8,1)", None, None),
+    ("cute", "(4,8):(8,1)\x00", None, None),
+    # --- tilus ---
+    ("tilus", "", None, "empty"),
+    ("tilus", "local(", None, None),
+    ("tilus", "local(2, 1).", None, None),
+    ("tilus", "local(2, 1).spatial(8, 4", None, None),
+    ("tilus", f"local({BIG}, 1)", None, None),
+    ("tilus", f"local({HUGE}, 1)", None, None),
+    ("tilus", "local(65536, 65536).spatial(65536, 65536)", None, None),
+    ("tilus", "spatial(1048576, 1048576)", None, None),
+    ("tilus", "local(0, 1)", None, None),
+    ("tilus", "local(-2, 1)", None, None),
+    ("tilus", f"local({FULLWIDTH_4}, 1)", None, None),
+    ("tilus", f"local(2, {ARABIC_3})", None, None),
+    ("tilus", "local(2.5, 1)", None, None),
+    ("tilus", "local(1e9, 1)", None, None),
+    ("tilus", "local(2, 1) + 1", None, None),
+    ("tilus", "local(2, 1).__class__", None, None),
+    ("tilus", "__import__('os').system('true')", None, None),
+    ("tilus", "local(*[2, 1])", None, None),
+    ("tilus", "local(**{'a': 1})", None, None),
+    ("tilus", "lambda: 1", None, None),
+    ("tilus", "local(2, 1)" + ".local(1, 1)" * 20000, None, None),
+    ("tilus", "local(" * DEEP + ")" * DEEP, None, None),
+    ("tilus", "local(" + "(" * DEEP + "2" + ")" * DEEP + ", 1)", None, None),
+    ("tilus", "local(" + "[" * 150 + "2" + "]" * 150 + ", 1)", None, None),
+    ("tilus", "local(" + "-" * 100000 + "2, 1)", None, None),
+    ("tilus", "local(" + "+".join(["1"] * 100000) + ", 1)", None, None),
+    ("tilus", "local(2 ** 2 ** 2 ** 2 ** 2 ** 2, 1)", None, None),
+    ("tilus", "local(10 ** 100000, 1)", None, None),
+    ("tilus", "local(" + "9" * 5000 + ", 1)", None, None),
+    ("tilus", "RegisterLayout(shape=[4, 8], mode_shape=[4, 2, 4], spatial_modes=[1, -4, 2], local_modes=[7])",
+     None, None),
+    ("tilus", f"RegisterLayout(shape=[{BIG}, 8], mode_shape=[4, 2, 4], spatial_modes=[1, -4, 2], local_modes=[0])",
+     None, None),
+    ("tilus", "RegisterLayout(shape=[4, 8], mode_shape=[4, 2, 4], spatial_modes=[1, -" + BIG + ", 2], "
+              "local_modes=[0])", None, None),
+    ("tilus", "RegisterLayout(shape=4)", None, None),
+    ("tilus", "shared_row_major(" + BIG + ", 4)", None, None),
+    ("tilus", "shared_row_major(65536, 65536, 65536)", None, None),
+    ("tilus", "shared_row_major(0, 4)", None, None),
+    ("tilus", "Swizzle(30, 30, 30)", None, None),
+    ("tilus", f"Swizzle({BIG}, 3, 3)", None, None),
+    ("tilus", "\x00local(2, 1)", None, None),
+    ("tilus", "local(2, 1)\n\nimport os", None, None),
+    ("tilus", "local(2, 1); local(2, 1)", None, None),
+    ("tilus", "f'{local(2,1)}'", None, None),
+    # --- iree ---
+    ("iree", "", None, "empty"),
+    ("iree", IREE[:-1], None, None),
+    ("iree", IREE[:40], None, None),
+    ("iree", IREE.replace("thread_tile = [16, 4]", "thread_tile = [" + BIG + ", 4]"), None, None),
+    ("iree", IREE.replace("thread_tile = [16, 4]", "thread_tile = [" + HUGE + ", 4]"), None, None),
+    ("iree", IREE.replace("thread_tile = [16, 4]", "thread_tile = [0, 4]"), None, None),
+    ("iree", IREE.replace("thread_tile = [16, 4]", "thread_tile = [-16, 4]"), None, None),
+    ("iree", IREE.replace("thread_tile = [16, 4]", f"thread_tile = [1{DEVANAGARI_8}, 4]"), None, None),
+    ("iree", IREE.replace("[1, 16]", f"[1, 1{ARABIC_3}]"), None, None),
+    ("iree", IREE.replace("batch_tile = [1, 1]", "batch_tile = [65536, 65536]"), None, None),
+    ("iree", IREE.replace("batch_tile = [1, 1]", "batch_tile = [1024, 1024]").replace(
+        "outer_tile = [1, 1]", "outer_tile = [1024, 1024]"), None, None),
+    ("iree", IREE.replace("subgroup_strides = [0, 0]", "subgroup_strides = [" + BIG + ", 0]"), None, None),
+    ("iree", IREE.replace("thread_tile = [16, 4]", "thread_tile = " + "[" * DEEP + "]" * DEEP), None, None),
+    ("iree", IREE.replace("thread_tile = [16, 4], ", ""), None, None),
+    ("iree", IREE.replace("thread_tile", "bogus_tile"), None, None),
+    ("iree", IREE.replace("thread_tile = [16, 4], ", "thread_tile = [16, 4], thread_tile = [16, 4], "), None, None),
+    ("iree", "#iree_vector_ext.nested_layout<" * 2000 + ">" * 2000, None, None),
+    ("iree", "#layout = " + IREE + "\n#layout = " + IREE, None, None),
+    ("iree", "#iree_vector_ext.bogus<>", None, None),
+    ("iree", IREE + " : vector<16x16xq13>", None, "q13"),
+    ("iree", IREE + " : vector<1" + FULLWIDTH_4 + "x16xf16>", None, None),
+    ("iree", IREE + " : vector<16x16xf16", None, None),
+    # --- ptx ---
+    ("ptx", "", None, "empty"),
+    ("ptx", ".", None, None),
+    ("ptx", "mma.", None, None),
+    ("ptx", "mma..m16n8k16.f16.A", None, None),
+    ("ptx", f"mma.m{BIG}n8k16.f16.A", None, None),
+    ("ptx", f"mma.m{HUGE}n8k16.f16.A", None, None),
+    ("ptx", "mma.m0n8k16.f16.A", None, None),
+    ("ptx", f"mma.m1{FULLWIDTH_4}n8k16.f16.A", None, None),
+    ("ptx", f"mma.m16n{DEVANAGARI_8}k16.f16.A", None, None),
+    ("ptx", "mma.m16n8k16.f16.Z", None, None),
+    ("ptx", "mma.m16n8k16.q13.A", None, None),
+    ("ptx", "mma.m16n8k16.f16.A" + ".A" * 200, None, None),
+    ("ptx", "wgmma.m64n" + "9" * 40 + "k16.f32.D", None, None),
+    ("ptx", "wgmma.m64n1024k16.f32.D", None, None),
+    ("ptx", "wgmma.m64n33k16.f32.D", None, None),
+    ("ptx", "ldmatrix.x0", None, None),
+    ("ptx", "ldmatrix.x" + BIG, None, None),
+    ("ptx", f"ldmatrix.x{FULLWIDTH_4}", None, None),
+    ("ptx", "stmatrix.x4.trans.b99", None, None),
+    ("ptx", "mma.m16n8k16.f16.A\x00", None, None),
+    # --- amd ---
+    ("amd", "", None, "empty"),
+    ("amd", "v_mfma", None, None),
+    ("amd", "v_mfma_f32_32x32x8_f16", None, None),
+    ("amd", "v_mfma_f32_32x32x8_f16.Z", None, None),
+    ("amd", f"v_mfma_f32_{BIG}x32x8_f16.C", None, None),
+    ("amd", f"v_mfma_f32_{HUGE}x32x8_f16.C", None, None),
+    ("amd", "v_mfma_f32_0x32x8_f16.C", None, None),
+    ("amd", f"v_mfma_f32_3{ARABIC_3}x32x8_f16.C", None, None),
+    ("amd", f"v_mfma_f32_32x32x{DEVANAGARI_8}_f16.C", None, None),
+    ("amd", "v_mfma_q13_32x32x8_q13.C", None, None),
+    ("amd", "rdna99.v_wmma_f16_16x16x16_f16.C", None, None),
+    ("amd", "gfx" + "9" * 100 + ".v_mfma_f32_32x32x8_f16.C", None, None),
+    ("amd", "v_mfma_f32_32x32x8_f16.C" + ".C" * 200, None, None),
+    ("amd", "cdna3." * 1000 + "v_mfma_f32_32x32x8_f16.C", None, None),
+]
+
+
+@pytest.mark.parametrize("fw,text,shape,mention", TEXT_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(TEXT_CASES)])
+def test_hostile_text(fw, text, shape, mention):
+    if mention is ANY:
+        rc, _, err = run_in_process(show(fw, text, shape))
+        assert_clean(rc, err, show(fw, text, shape))
+    else:
+        refused(show(fw, text, shape), mention)
