@@ -1,0 +1,99 @@
+"""Which ops change or materialise a layout, and between which layouts.
+
+Each op becomes one or more **transfers**: ``(role, source type, target type)``, where a type is
+the printed ``tensor<...>`` or ``!ttg.memdesc<...>`` text. Roles:
+
+``convert``     ``ttg.convert_layout``: registers -> registers (the conversion analysis applies)
+``store``       registers -> shared memory: ``ttg.local_alloc %x``, ``ttg.local_store``,
+                ``ttg.async_copy_global_to_local`` (the pointer tensor's layout is what each thread
+                writes)
+``load``        shared memory -> registers: ``ttg.local_load``
+``view``        shared memory -> shared memory without moving data: ``ttg.memdesc_*``
+``tmem_load``   tensor memory -> registers (``ttng.tmem_load``)
+``tmem_store``  registers -> tensor memory (``ttng.tmem_store``)
+``operand``     an operand of a matrix instruction: ``tt.dot``, ``ttng.warp_group_dot``,
+                ``ttng.tc_gen5_mma`` (operands A, B, C/D in order; target is None)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: op name -> role of its (operand -> result) transfer
+ROLES = {
+    "ttg.convert_layout": "convert",
+    "triton_gpu.convert_layout": "convert",
+    "ttg.local_alloc": "store",
+    "triton_gpu.local_alloc": "store",
+    "ttg.local_store": "store",
+    "triton_gpu.local_store": "store",
+    "ttg.async_copy_global_to_local": "store",
+    "triton_gpu.async_copy_global_to_local": "store",
+    "ttg.local_load": "load",
+    "triton_gpu.local_load": "load",
+    "ttng.tmem_load": "tmem_load",
+    "ttng.tmem_store": "tmem_store",
+    "amdg.in_thread_transpose": "convert",
+    "tt.dot": "operand",
+    "tt.dot_scaled": "operand",
+    "ttng.warp_group_dot": "operand",
+    "ttng.tc_gen5_mma": "operand",
+    "ttng.tc_gen5_mma_scaled": "operand",
+}
+VIEW_PREFIXES = ("ttg.memdesc_", "triton_gpu.memdesc_")
+OPERAND_NAMES = ("A", "B", "C", "D")
+
+
+def role_of(name: str) -> str | None:
+    if name in ROLES:
+        return ROLES[name]
+    if name.startswith(VIEW_PREFIXES):
+        return "view"
+    return None
+
+
+def is_layout_op(name: str) -> bool:
+    return role_of(name) is not None
+
+
+@dataclass
+class Transfer:
+    role: str
+    source: str | None   # type text
+    target: str | None
+    operand: str | None = None  # "A"/"B"/"C" for matrix-instruction operands
+
+
+def transfers(op) -> list[Transfer]:
+    """The layout transfers of one op (empty when its signature carries no layouts, e.g. a
+    ``local_alloc`` without an initial value, or a tensor-memory operand)."""
+    role = role_of(op.name)
+    ins, outs = op.operand_types, op.result_types
+    if role is None:
+        return []
+    if role == "operand":
+        # A, B and the accumulator C (operands, in order; tc_gen5_mma's later operands are barriers)
+        return [Transfer("operand", t, None, OPERAND_NAMES[i])
+                for i, t in enumerate(ins[:3]) if "#" in t and "tensor_memory" not in t]
+    if role in ("store", "tmem_store"):
+        src = next((t for t in ins if t.startswith("tensor<")), None)
+        dst = next((t for t in outs + ins if "memdesc" in t), None)
+        if src is None or dst is None:
+            return []
+        return [Transfer(role, src, dst)]
+    if role in ("load", "tmem_load"):
+        src = next((t for t in ins if "memdesc" in t), None)
+        dst = next((t for t in outs if t.startswith("tensor<")), None)
+        if src is None or dst is None:
+            return []
+        return [Transfer(role, src, dst)]
+    if role == "view":
+        src = next((t for t in ins if "memdesc" in t), None)
+        dst = next((t for t in outs if "memdesc" in t), None)
+        if src is None or dst is None:
+            return []
+        return [Transfer("view", src, dst)]
+    if role == "convert":
+        if len(ins) >= 1 and len(outs) >= 1:
+            return [Transfer("convert", ins[0], outs[0])]
+        return []
+    return []

@@ -1,0 +1,118 @@
+"""Find TTGIR modules on disk.
+
+A path may be
+
+* a file: ``*.ttgir``, ``*.mlir``, or any text file holding a printed module or an
+  ``MLIR_ENABLE_DUMP`` log (``// -----// IR Dump Before ...`` headers; per kernel the last dump
+  that is still TTGIR is kept, i.e. the module as it reaches the LLVM lowering);
+* a folder, searched recursively for ``*.ttgir`` and ``*.mlir``: a Triton cache
+  (``~/.triton/cache``, ``$TRITON_CACHE_DIR``) or a ``TRITON_KERNEL_DUMP`` folder, where each
+  kernel sits in a hash folder as ``<kernel>.ttgir`` beside ``<kernel>.json`` (its metadata:
+  target, ``num_warps``, ``triton_version``, ...) and the compiled ``<kernel>.ptx`` /
+  ``<kernel>.amdgcn``, which are recorded with the module.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from layoutverify.core.errors import LayoutError
+
+from .module import Module, read_module
+from .ops import is_layout_op
+
+SUFFIXES = (".ttgir", ".mlir")
+_DUMP_HEADER = re.compile(r"^// -----// IR Dump (?:Before|After) (.*?) //----- //\s*$", re.M)
+MAX_FILE_BYTES = 256 << 20
+
+
+def _read(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise LayoutError(f"{path}: {size} bytes is too large to scan (limit {MAX_FILE_BYTES})")
+        return path.read_text(errors="replace")
+    except OSError as e:
+        raise LayoutError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def module_files(paths) -> list[Path]:
+    """Expand folders into their ``*.ttgir`` / ``*.mlir`` files (sorted, stable)."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(os.path.expanduser(str(p)))
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.suffix in SUFFIXES and q.is_file())
+            out.extend(found)
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise LayoutError(f"no such file or folder: {p}")
+    return out
+
+
+def _metadata(path: Path) -> tuple[dict, dict]:
+    """The cache metadata ``<stem>.json`` and compiled code beside a module file."""
+    meta, asm = {}, {}
+    j = path.with_suffix(".json")
+    if j.is_file():
+        try:
+            meta = json.loads(j.read_text())
+            if not isinstance(meta, dict):
+                meta = {}
+        except (OSError, ValueError):
+            meta = {}
+    for ext in ("ptx", "amdgcn", "llir"):
+        q = path.with_suffix("." + ext)
+        if q.is_file():
+            asm[ext] = str(q)
+    return meta, asm
+
+
+def split_dumps(text: str) -> list[tuple[str, str]] | None:
+    """``MLIR_ENABLE_DUMP`` output: ``[(pass header, module text), ...]``; None if not a dump."""
+    heads = list(_DUMP_HEADER.finditer(text))
+    if not heads:
+        return None
+    out = []
+    for i, m in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        out.append((m.group(1), text[m.end():end]))
+    return out
+
+
+def _is_ttgir(text: str) -> bool:
+    return "tt.func" in text and ("ttg." in text or "triton_gpu." in text)
+
+
+def load_file(path: Path) -> list[Module]:
+    text = _read(path)
+    dumps = split_dumps(text)
+    if dumps is None:
+        mod = read_module(text, str(path), op_filter=is_layout_op)
+        mod.metadata, mod.asm = _metadata(path)
+        return [mod]
+    last: dict[str, tuple[str, str]] = {}
+    for header, body in dumps:
+        if not _is_ttgir(body):
+            continue
+        m = re.search(r"\btt\.func\b[^@\n]*@([\w$.-]+)", body)
+        last[m.group(1) if m else "?"] = (header, body)
+    mods = []
+    for kernel, (header, body) in last.items():
+        mod = read_module(body, f"{path}#{kernel}", op_filter=is_layout_op)
+        mod.metadata = {"name": kernel, "dump_pass": header}
+        mods.append(mod)
+    if not mods:
+        raise LayoutError(f"{path}: an MLIR dump without any TTGIR module")
+    return mods
+
+
+def find_modules(paths) -> list[Module]:
+    """Every module under ``paths`` (see the module docstring); unreadable text is an error."""
+    mods: list[Module] = []
+    for f in module_files(paths):
+        mods.extend(load_file(f))
+    return mods
