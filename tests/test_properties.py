@@ -121,8 +121,10 @@ def test_cli_properties_and_analyze(capsys):
     if rc == 2 and "adapter" in out + capsys.readouterr().err:
         pytest.skip("the Triton adapter is not available")
     assert rc == 0
-    p = json.loads(out)
-    assert p["bijective"] and p["contiguity"] == 4
+    doc = json.loads(out)
+    assert doc["schema"] == "layoutverify/1" and doc["kind"] == "properties"
+    p = doc["layouts"]["A"]
+    assert p["layout_kind"] == "register" and p["bijective"] and p["contiguity"] == 4
     assert main(["analyze", blocked, other, "--shape", "64x64", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["mechanism"] == "intra_cta" and r["witness"]["rules_out"] == "intra_warp"

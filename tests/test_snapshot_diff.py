@@ -167,7 +167,12 @@ def test_diff_register_order_and_added_removed(goldens, capsys, tmp_path):
     new = _edit(old, name, swap_registers)
     removed = "c::blocked"
     del new["layouts"][removed]
-    new["layouts"]["c::brand-new"] = copy.deepcopy(old["layouts"]["c::old-spelling"])
+    # a layout that was not asked for before: another shape is another key
+    added = copy.deepcopy(old["layouts"]["c::old-spelling"])
+    added["shape"], added["key"] = [64, 64], added["key"].replace("@32x64", "@64x64")
+    new["layouts"]["c::brand-new"] = added
+    # the same layout under another name (its corpus file renamed) is matched by its key: no report
+    new["layouts"]["renamed::old-spelling"] = new["layouts"].pop("c::old-spelling")
     (tmp_path / "new.json").write_text(json.dumps(new))
     rc, out, _ = _run(capsys, "diff", str(d / "native.json"), str(tmp_path / "new.json"))
     assert rc == 1

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -82,12 +83,23 @@ def write_junit(outcomes: list[Outcome], path: str | Path) -> None:
     write_text(path, ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n", what="JUnit file")
 
 
-def write_json(outcomes: list[Outcome], path: str | Path) -> None:
+def json_document(outcomes: list[Outcome]) -> dict:
+    """The ``check`` JSON document (docs/json-schema.md)."""
+    from layoutverify.apps.jsonout import document
     c = summary(outcomes)
-    doc = {"summary": {"holds": c["holds"], "fails": c["fails"], "errors": c["error"], "known": c["known"],
-                       "total": len(outcomes)},
-           "claims": [o.to_json() for o in outcomes]}
-    write_text(path, json.dumps(doc, indent=1, default=str) + "\n", what="JSON file")
+    return document("check", {"summary": {"holds": c["holds"], "fails": c["fails"], "errors": c["error"],
+                                          "known": c["known"], "total": len(outcomes)},
+                              "passed": all(o.passed for o in outcomes),
+                              "claims": [o.to_json() for o in outcomes]})
+
+
+def write_json(outcomes: list[Outcome], path: str | Path) -> None:
+    """Write the ``check`` JSON document to ``path`` (``-``: stdout)."""
+    text = json.dumps(json_document(outcomes), indent=1, default=str) + "\n"
+    if str(path) == "-":
+        sys.stdout.write(text)
+        return
+    write_text(path, text, what="JSON file")
 
 
 def _md(s: str) -> str:

@@ -7,12 +7,21 @@ layout; a changed one is re-proved from the two normal forms, giving the verdict
 (the hardware location whose element moved). Layouts only in one file are listed as added or
 removed.
 
-Golden file (JSON)::
+Layouts are matched by their **key** (:func:`layout_key`): the spec text (whitespace runs
+collapsed), the shape and the adapter options, i.e. what was asked, not where it was written
+down, so two snapshots of the same layouts taken from corpus files with other names match. The
+names (``corpus-stem::claim::a``) are labels for the report; a layout asked for by several claims
+is recorded once, under its first name, with all its names. The Triton semantics chosen with
+``--triton-version`` is not part of the key: it is what two snapshots are compared across.
 
-    {"format": 1, "versions": {"layoutverify": "0.1.0", "triton": "3.9.0"},
-     "layouts": {"NAME": {"spec": "...", "shape": [..] | null, "source": "adapter" | "native",
+Golden file (JSON, format 2; format 1 files, without ``key``/``options``/``names``, are read too)::
+
+    {"format": 2, "versions": {"layoutverify": "0.2.0", "triton": "3.9.0", "triton_semantics": "3.9"},
+     "layouts": {"NAME": {"key": "...", "names": ["NAME", ...], "spec": "...", "shape": [..] | null,
+                          "options": {...}, "source": "adapter" | "native",
                           "fingerprint": "...", "normal_form": {...}}}}
 """
+
 from __future__ import annotations
 
 import json
@@ -25,7 +34,18 @@ from layoutverify.core.errors import LayoutError
 from layoutverify.core.files import read_text
 from layoutverify.core.layout import Layout
 
-FORMAT = 1
+FORMAT = 2
+READABLE_FORMATS = (1, 2)
+
+
+def layout_key(spec: str, shape=None, options: dict | None = None) -> str:
+    """The stable key a layout is matched by across golden files: spec text, shape, options."""
+    key = " ".join(str(spec).split())
+    if shape:
+        key += " @" + "x".join(str(int(s)) for s in shape)
+    if options:
+        key += " " + json.dumps(options, sort_keys=True, default=str)
+    return key
 
 
 def framework_versions() -> dict:
@@ -43,21 +63,51 @@ def framework_versions() -> dict:
 
 @dataclass
 class Entry:
+    """One layout to record: a label (``corpus-stem::claim::a``), the spec, shape and options."""
     name: str
     spec: str
     shape: tuple | None = None
     options: dict | None = None
 
+    @property
+    def key(self) -> str:
+        return layout_key(self.spec, self.shape, self.options)
 
-def record(entries: list[Entry], *, native: bool = False, on_error=None) -> dict:
+
+def unique(entries: list[Entry]) -> tuple[list[Entry], dict[str, list[str]]]:
+    """The entries with distinct keys (the first name kept), and each kept name's list of all names."""
+    first: dict[str, Entry] = {}
+    names: dict[str, list[str]] = {}
+    for e in entries:
+        if e.key in first:
+            names[first[e.key].name].append(e.name)
+        else:
+            first[e.key] = e
+            names[e.name] = [e.name]
+    return list(first.values()), names
+
+
+def record(entries: list[Entry], *, native: bool = False, on_error=None, triton_version: str | None = None) -> dict:
     """Build a golden document. With ``native``, layouts come from the installed framework
-    where its adapter offers ``native`` (the compiler under test), else from our adapter.
+    where its adapter offers ``native`` (the compiler under test) and can answer for that text,
+    else from our adapter (pycute, CuTe's native here, has no MMA/copy atoms: those come from our
+    catalogue, ``"source": "adapter"``). ``triton_version`` reads ``triton:`` specs with that
+    release's semantics where an entry's options name none; it is recorded as
+    ``versions["triton_semantics"]``. Entries with the same key are recorded once.
 
     Native Triton layouts are computed in ONE subprocess for all entries
     (:func:`layoutverify.adapters.triton.native.native_many`); other frameworks' ``native`` run per entry."""
     from layoutverify.adapters import adapter, split_spec
+    from layoutverify.core.errors import UnsupportedError
+    entries, all_names = unique(entries)
+    if native and triton_version is not None:
+        installed = adapter("triton").version.installed()
+        if installed != triton_version:
+            raise LayoutError(f"--triton-version {triton_version} does not apply with --native: the installed "
+                              f"Triton ({installed or 'none'}) answers for itself")
     built: list = [None] * len(entries)
     sources: list[str] = ["adapter"] * len(entries)
+    options: list[dict] = [dict(e.options or {}) for e in entries]
     batch: list[int] = []
     for i, e in enumerate(entries):
         try:
@@ -66,19 +116,29 @@ def record(entries: list[Entry], *, native: bool = False, on_error=None) -> dict
         except LayoutError as err:
             built[i] = err
             continue
+        if fw == "triton" and triton_version is not None:
+            options[i].setdefault("triton_version", triton_version)
         if native and fw == "triton" and hasattr(mod, "native_many"):
             batch.append(i)
             sources[i] = "native"
             continue
-        use_native = native and hasattr(mod, "native")
-        sources[i] = "native" if use_native else "adapter"
-        try:
-            built[i] = (mod.native if use_native else mod.parse)(text, shape=e.shape, **(e.options or {}))
-        except LayoutError as err:
-            built[i] = err
+        built[i] = None
+        if native and hasattr(mod, "native"):
+            try:
+                built[i] = mod.native(text, shape=e.shape, **options[i])
+                sources[i] = "native"
+            except UnsupportedError:
+                built[i] = None           # the framework cannot be asked about this text: our adapter
+            except LayoutError as err:
+                built[i] = err
+        if built[i] is None:
+            try:
+                built[i] = mod.parse(text, shape=e.shape, **options[i])
+            except LayoutError as err:
+                built[i] = err
     if batch:
-        from layoutverify.adapters.triton import native_many
-        cases = [(split_spec(entries[i].spec)[1], entries[i].shape, entries[i].options or {}) for i in batch]
+        native_many = adapter("triton").native_many
+        cases = [(split_spec(entries[i].spec)[1], entries[i].shape, options[i]) for i in batch]
         for i, res in zip(batch, native_many(cases)):
             built[i] = res
     layouts = {}
@@ -88,20 +148,65 @@ def record(entries: list[Entry], *, native: bool = False, on_error=None) -> dict
                 raise LayoutError(f"layout {e.name!r}: {lay}") from None
             on_error(e, lay)
             continue
-        layouts[e.name] = {"spec": e.spec, "shape": list(e.shape) if e.shape else None, "source": src,
-                           "fingerprint": lay.fingerprint(), "normal_form": lay.normal_form()}
-    return {"format": FORMAT, "versions": framework_versions(), "layouts": layouts}
+        layouts[e.name] = {"key": e.key, "names": all_names[e.name], "spec": e.spec,
+                           "shape": list(e.shape) if e.shape else None, "options": dict(e.options or {}),
+                           "source": src, "fingerprint": lay.fingerprint(), "normal_form": lay.normal_form()}
+    versions = framework_versions()
+    if any(split_spec_safe(e.spec) == "triton" for e in entries):
+        versions["triton_semantics"] = "native" if native else \
+            adapter("triton").version.normalize(triton_version)
+    return {"format": FORMAT, "versions": versions, "layouts": layouts}
+
+
+def split_spec_safe(spec: str) -> str | None:
+    """The framework of ``spec``, or None where it names none."""
+    from layoutverify.adapters import split_spec
+    try:
+        return split_spec(spec)[0]
+    except LayoutError:
+        return None
+
+
+_ENTRY_FIELDS = {"spec": str, "fingerprint": str, "normal_form": dict}
 
 
 def load_golden(path: str | Path) -> dict:
+    """Read and check a golden file (format 1 or 2); anything else is a :class:`LayoutError`."""
     text = read_text(path, what="golden file")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise LayoutError(f"{path}: not a JSON golden file: {e}") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("layouts"), dict):
-        raise LayoutError(f"{path}: not a layoutverify golden file (format {FORMAT})")
+    if not isinstance(doc, dict) or doc.get("format") not in READABLE_FORMATS or not isinstance(doc.get("layouts"), dict):
+        raise LayoutError(f"{path}: not a layoutverify golden file (format {' or '.join(map(str, READABLE_FORMATS))})")
+    if not isinstance(doc.get("versions", {}), dict):
+        raise LayoutError(f"{path}: 'versions' must be an object")
+    for name, entry in doc["layouts"].items():
+        if not isinstance(entry, dict):
+            raise LayoutError(f"{path}: layout {name!r} must be an object")
+        for field_name, typ in _ENTRY_FIELDS.items():
+            if not isinstance(entry.get(field_name), typ):
+                raise LayoutError(f"{path}: layout {name!r}: {field_name!r} must be a{'n object' if typ is dict else ' string'}")
+        shape = entry.get("shape")
+        if shape is not None and not (isinstance(shape, list) and all(isinstance(s, int) and not isinstance(s, bool)
+                                                                       and s > 0 for s in shape)):
+            raise LayoutError(f"{path}: layout {name!r}: 'shape' must be null or a list of positive integers")
+        if not isinstance(entry.get("options", {}), dict):
+            raise LayoutError(f"{path}: layout {name!r}: 'options' must be an object")
+        if "key" in entry and not isinstance(entry["key"], str):
+            raise LayoutError(f"{path}: layout {name!r}: 'key' must be a string")
     return doc
+
+
+def keyed(doc: dict) -> dict[str, tuple[str, dict]]:
+    """``key -> (name, entry)`` of a golden document; format 1 entries get their key computed.
+    Where several entries share a key (hand-made files), the first name in sorted order wins."""
+    out: dict[str, tuple[str, dict]] = {}
+    for name in sorted(doc["layouts"]):
+        entry = doc["layouts"][name]
+        key = entry.get("key") or layout_key(entry["spec"], entry.get("shape"), entry.get("options"))
+        out.setdefault(key, (name, entry))
+    return out
 
 
 @dataclass
@@ -113,34 +218,46 @@ class Change:
     reason: str = ""
     old_spec: str | None = None
     new_spec: str | None = None
+    key: str | None = None
+    old_name: str | None = None   # when the old file labelled the layout otherwise
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
+def common_count(old: dict, new: dict) -> int:
+    """How many layouts (keys) the two documents share."""
+    return len(set(keyed(old)) & set(keyed(new)))
+
+
 def diff(old: dict, new: dict, timeout_ms: int = 20_000) -> list[Change]:
-    """Semantic differences between two golden documents, sorted by name."""
+    """Semantic differences between two golden documents, matched by key, sorted by name."""
     from layoutverify.core.compare import compare
-    a, b = old["layouts"], new["layouts"]
+    a, b = keyed(old), keyed(new)
     out: list[Change] = []
-    for name in sorted(set(a) | set(b)):
-        if name not in b:
-            out.append(Change(name, "removed", old_spec=a[name]["spec"]))
-        elif name not in a:
-            out.append(Change(name, "added", new_spec=b[name]["spec"]))
-        elif a[name].get("fingerprint") != b[name].get("fingerprint") or \
-                a[name].get("normal_form") != b[name].get("normal_form"):
-            la, lb = _layout(a[name], name, "old"), _layout(b[name], name, "new")
-            res = compare(la, lb, timeout_ms=timeout_ms)
-            if res.verdict == "equal":
-                # same layout, another fingerprint (e.g. a different but equivalent normal form)
-                continue
-            witness = res.witness
-            if witness is not None and res.verdict == "not_equal":
-                recheck_witness(la, lb, witness)
-            out.append(Change(name, "changed", res.verdict, witness, res.reason,
-                              a[name].get("spec"), b[name].get("spec")))
-    return out
+    for key in set(a) | set(b):
+        if key not in b:
+            name, ea = a[key]
+            out.append(Change(name, "removed", old_spec=ea["spec"], key=key))
+            continue
+        if key not in a:
+            name, eb = b[key]
+            out.append(Change(name, "added", new_spec=eb["spec"], key=key))
+            continue
+        (name_a, ea), (name, eb) = a[key], b[key]
+        if ea.get("fingerprint") == eb.get("fingerprint") and ea.get("normal_form") == eb.get("normal_form"):
+            continue
+        la, lb = _layout(ea, name_a, "old"), _layout(eb, name, "new")
+        res = compare(la, lb, timeout_ms=timeout_ms)
+        if res.verdict == "equal":
+            # same layout, another fingerprint (e.g. a different but equivalent normal form)
+            continue
+        witness = res.witness
+        if witness is not None and res.verdict == "not_equal":
+            recheck_witness(la, lb, witness)
+        out.append(Change(name, "changed", res.verdict, witness, res.reason, ea.get("spec"), eb.get("spec"),
+                          key=key, old_name=name_a if name_a != name else None))
+    return sorted(out, key=lambda c: (c.name, c.status))
 
 
 def _layout(entry: dict, name: str, side: str) -> Layout:

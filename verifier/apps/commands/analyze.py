@@ -9,7 +9,7 @@ the bank conflicts of plain warp accesses. Exit status 0 on success, 2 on bad in
 """
 from __future__ import annotations
 
-import json
+from layoutverify.apps import jsonout
 
 from layoutverify.core.errors import LayoutError
 
@@ -45,7 +45,7 @@ def run(args) -> int:
     from layoutverify.core.conversion import analyze
     rep = analyze(a, b, shared=shared, element_bits=args.element_bits, timeout_ms=args.timeout_ms)
     if args.json:
-        print(json.dumps(rep.to_json()))
+        jsonout.emit("conversion", {"a": args.a, "b": args.b, **rep.to_json()})
     else:
         print(rep.render())
     return 0
@@ -55,7 +55,8 @@ def _properties(args, layouts) -> int:
     from layoutverify.core.properties import properties
     results = {name: properties(lay, element_bits=args.element_bits) for name, lay in layouts}
     if args.json:
-        print(json.dumps(results if len(results) > 1 else next(iter(results.values()))))
+        layouts = {name: {("layout_kind" if k == "kind" else k): v for k, v in p.items()} for name, p in results.items()}
+        jsonout.emit("properties", {"layouts": layouts})
         return 0
     for i, (name, p) in enumerate(results.items()):
         if i:

@@ -7,14 +7,15 @@ answer equals our adapter's parse; 1 otherwise; 2 for bad input.
 """
 from __future__ import annotations
 
-import json
+import sys
 
 from layoutverify.apps import atlas as A
+from layoutverify.apps import jsonout
 from layoutverify.apps.claims import progress_bar
 from layoutverify.core.errors import LayoutError
 from layoutverify.core.files import write_text
 
-from .common import output_path, positive_int
+from .common import json_output, output_path, positive_int
 
 
 def register(sub) -> None:
@@ -27,7 +28,8 @@ def register(sub) -> None:
                    help=f"atlas corpus file or directory (repeatable; default {A.DEFAULT_CORPUS})")
     p.add_argument("--markdown", metavar="FILE", type=output_path("Markdown file"), help="write the atlas as Markdown")
     p.add_argument("--html", metavar="FILE", type=output_path("HTML file"), help="write the atlas as a standalone HTML page")
-    p.add_argument("--json", metavar="FILE", type=output_path("JSON file"), help="write the atlas as JSON")
+    p.add_argument("--json", metavar="FILE", type=json_output("JSON file"),
+                   help="write the atlas as JSON to FILE (- for stdout, instead of the matrix)")
     p.add_argument("--native", action="store_true",
                    help="also ask the installed frameworks (Triton, Tilus, IREE; CuTe where its adapter can) for "
                         "their own layout of each cell, beside our adapters' parse")
@@ -39,12 +41,17 @@ def run(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise LayoutError(f"--jobs must be at least 1, got {args.jobs}")
     atlas = A.build(args.corpus, native=args.native, jobs=args.jobs, progress=progress_bar())
-    print(A.text(atlas))
+    if args.json != "-":
+        print(A.text(atlas))
     if args.markdown:
         from layoutverify.apps.commands.check import write_markdown
         write_markdown(args.markdown, A.markdown(atlas))
     if args.html:
         write_text(args.html, A.render_html(atlas), what="HTML file")
     if args.json:
-        write_text(args.json, json.dumps(atlas.to_json(), indent=1, default=str) + "\n", what="JSON file")
+        text = jsonout.dumps("atlas", atlas.to_json(), indent=1) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+        else:
+            write_text(args.json, text, what="JSON file")
     return 0 if atlas.ok else 1

@@ -13,7 +13,7 @@ from layoutverify.apps import corpus, reports
 from layoutverify.apps.claims import check_claims, progress_bar
 from layoutverify.core.errors import LayoutError
 
-from .common import output_path, positive_int
+from .common import json_output, output_path, positive_int
 
 
 def register(sub) -> None:
@@ -22,7 +22,8 @@ def register(sub) -> None:
                                    "table, and exit 0 when every claim holds, 1 otherwise (2: bad input).")
     p.add_argument("paths", nargs="+", metavar="PATH", help="corpus .toml files or directories")
     p.add_argument("--junit", metavar="FILE", type=output_path("JUnit file"), help="write JUnit XML (for CI test reports)")
-    p.add_argument("--json", metavar="FILE", type=output_path("JSON file"), help="write the outcomes as JSON")
+    p.add_argument("--json", metavar="FILE", type=json_output("JSON file"),
+                   help="write the outcomes as JSON to FILE (- for stdout, instead of the table)")
     p.add_argument("--markdown", metavar="FILE", type=output_path("Markdown file"),
                    help="write a Markdown summary (appended when FILE is $GITHUB_STEP_SUMMARY)")
     p.add_argument("-j", "--jobs", type=positive_int, default=None, help="parallel processes (default: all cores)")
@@ -47,10 +48,10 @@ def run(args) -> int:
     if args.select:
         claims = [x for x in claims if args.select in x.id or any(args.select in t for t in x.tags)]
     if not claims:
-        print("layoutverify: no claims to check", file=sys.stderr)
-        return 2
+        raise LayoutError("no claims to check" + (f" (none matches -k {args.select!r})" if args.select else ""))
     outcomes = check_claims(claims, jobs=args.jobs, progress=progress_bar())
-    print(reports.table(outcomes, quiet=args.quiet))
+    if args.json != "-":
+        print(reports.table(outcomes, quiet=args.quiet))
     if args.junit:
         reports.write_junit(outcomes, args.junit)
     if args.json:

@@ -56,19 +56,40 @@ def warp_size(text: str) -> int:
     return v
 
 
-def output_path(what: str):
+def output_path(what: str, *, parents: bool = False):
     """``type=`` for output files: refuses at parse time a path that cannot be written
-    (missing directory, a directory, read-only), before any work is done."""
+    (missing directory, a directory, read-only), before any work is done. With ``parents``,
+    missing parent directories are created first (as ``mkdir -p``; golden files go in ``golden/``)."""
     def check(text: str) -> str:
+        import os
+
         from layoutverify.core.errors import LayoutError
         from layoutverify.core.files import check_writable
         try:
+            if parents and text and "\0" not in text:
+                parent = os.path.dirname(os.path.abspath(text))
+                if not os.path.isdir(parent):
+                    try:
+                        os.makedirs(parent, exist_ok=True)
+                    except OSError as e:
+                        raise LayoutError(f"cannot create the directory {parent!r} for {what} {text!r}: "
+                                          f"{e.strerror or type(e).__name__}") from None
             check_writable(text, what)
         except LayoutError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
         return text
     check.__name__ = what.replace(" ", "_")
     return check
+
+
+def json_output(what: str = "JSON file"):
+    """``type=`` for ``--json FILE`` options: ``-`` means stdout, anything else an output file."""
+    check = output_path(what)
+
+    def target(text: str) -> str:
+        return text if text == "-" else check(text)
+    target.__name__ = check.__name__
+    return target
 
 
 def add_triton_version_option(p: argparse.ArgumentParser) -> None:

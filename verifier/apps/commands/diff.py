@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 
-from layoutverify.apps.snapshot import diff, load_golden
+from layoutverify.apps import jsonout
+from layoutverify.apps.snapshot import common_count, diff, load_golden
 
 from .common import positive_int
 
@@ -38,16 +39,19 @@ def _where(w: dict) -> str:
 def run(args) -> int:
     old, new = load_golden(args.old), load_golden(args.new)
     changes = diff(old, new, timeout_ms=args.timeout_ms)
+    n_changed = sum(c.status == "changed" for c in changes)
+    same = common_count(old, new) - n_changed
     if args.json:
-        print(json.dumps({"old_versions": old.get("versions"), "new_versions": new.get("versions"),
-                          "changes": [c.to_json() for c in changes]}, indent=1, default=str))
+        counts = {"unchanged": same, "changed": n_changed, "added": sum(c.status == "added" for c in changes),
+                  "removed": sum(c.status == "removed" for c in changes)}
+        jsonout.emit("diff", {"old": args.old, "new": args.new, "old_versions": old.get("versions"),
+                              "new_versions": new.get("versions"), "counts": counts,
+                              "changes": [c.to_json() for c in changes]}, indent=1)
     else:
-        n_changed = sum(c.status == "changed" for c in changes)
-        same = len(set(old["layouts"]) & set(new["layouts"])) - n_changed
         print(f"old: {old.get('versions')}\nnew: {new.get('versions')}")
         for c in changes:
             if c.status == "changed":
-                print(f"CHANGED {c.name}: {c.verdict}")
+                print(f"CHANGED {c.name}: {c.verdict}" + (f" (old name {c.old_name})" if c.old_name else ""))
                 print(f"    spec: {c.new_spec}" + (f" (was {c.old_spec})" if c.old_spec != c.new_spec else ""))
                 if c.witness and "hardware" in c.witness:
                     print(f"    {_where(c.witness)}" + (" [re-checked]" if c.witness.get("rechecked") else ""))

@@ -16,6 +16,7 @@ import json
 import numpy as np
 
 from layoutverify.adapters import parse_shape, parse_spec
+from layoutverify.apps import jsonout
 
 from layoutverify.core.compare import METHODS, compare
 from layoutverify.core.errors import LayoutError
@@ -65,10 +66,7 @@ def run(args) -> int:
     if res.verdict == "equal_up_to_register_order" and args.strict:
         code = 1
     if args.json:
-        out = {"a": args.a, "b": args.b, **res.to_json(), "exit": code}
-        if args.emit_smt2:
-            out["smt2"] = args.emit_smt2
-        print(json.dumps(out))
+        jsonout.emit("proof", proof_json(res, a, b, code=code, a_spec=args.a, b_spec=args.b, smt2=args.emit_smt2))
         return code
     print(f"verdict: {res.verdict}")
     print(f"method:  {res.method}  ({res.seconds * 1000:.1f} ms)")
@@ -83,6 +81,24 @@ def run(args) -> int:
             print()
             print(text)
     return code
+
+
+def proof_json(res, a, b, *, code: int, a_spec: str | None = None, b_spec: str | None = None,
+               smt2: str | None = None) -> dict:
+    """The fields of a ``proof`` document (docs/json-schema.md); the HTTP service answers with the same."""
+    from layoutverify import __version__
+    out = {}
+    if a_spec is not None:
+        out["a"] = a_spec
+    if b_spec is not None:
+        out["b"] = b_spec
+    out.update(res.to_json())
+    out["fingerprints"] = {"a": a.fingerprint(), "b": b.fingerprint()}
+    out["tool_version"] = __version__
+    out["exit"] = code
+    if smt2:
+        out["smt2"] = smt2
+    return out
 
 
 # -- drawing ----------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """``layoutverify show SPEC``: the canonical form of one layout, its bases or map, and its grid."""
 from __future__ import annotations
 
-import json
+from layoutverify.apps import jsonout
 
 from layoutverify.adapters import adapter, parse_shape, split_spec
 
@@ -46,13 +46,13 @@ def run(args) -> int:
         # Same fingerprint = same dims (size-1 hardware dims aside) and the same normal form.
         agree = native.out_dims == ours.out_dims and native.fingerprint() == ours.fingerprint()
     if args.json:
-        out = {"framework": fw, "layout": ours.normal_form(), "fingerprint": ours.fingerprint(),
-               "f2_linear": ours.is_f2_linear(), "kind": ours.kind}
+        out = {"framework": fw, "spec": args.spec, "layout_kind": ours.kind, "layout": ours.normal_form(),
+               "fingerprint": ours.fingerprint(), "f2_linear": ours.is_f2_linear()}
         if native_error is not None:
             out["native"] = {"error": native_error}
         if native is not None:
             out["native"] = {"layout": native.normal_form(), "fingerprint": native.fingerprint(), "agree": agree}
-        print(json.dumps(out))
+        jsonout.emit("layout", out)
     else:
         print(f"{fw} layout ({ours.kind})" + (f": {ours.name}" if ours.name else ""))
         padding = getattr(ours, "padding", None)

@@ -10,7 +10,9 @@ from layoutverify.core.errors import LayoutError
 from layoutverify.apps.snapshot import Entry, record
 from layoutverify.core.files import write_text
 
-from .common import output_path
+from layoutverify.apps import jsonout
+
+from .common import add_triton_version_option, output_path
 
 
 def register(sub) -> None:
@@ -19,13 +21,15 @@ def register(sub) -> None:
                                    "given corpora (claims' both sides and [[layout]] entries) and/or of a fixed "
                                    "sweep of Triton encodings x shapes, for `layoutverify diff`.")
     p.add_argument("paths", nargs="*", metavar="PATH", help="corpus .toml files or directories")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", type=output_path("golden file"), help="golden file to write (JSON)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", type=output_path("golden file", parents=True), help="golden file to write (JSON)")
     p.add_argument("--sweep", choices=["triton"], action="append", default=[],
                    help="also record a fixed sweep of this framework's encodings")
     p.add_argument("--native", action="store_true",
                    help="take layouts from the installed framework itself (the compiler under test) "
                         "where its adapter can ask it; otherwise our adapters")
+    add_triton_version_option(p)
     p.add_argument("--keep-going", action="store_true", help="skip layouts that fail to build (listed on stderr)")
+    p.add_argument("--json", action="store_true", help="machine-readable summary on stdout (the golden file is JSON anyway)")
     p.set_defaults(func=run)
 
 
@@ -49,10 +53,15 @@ def run(args) -> int:
         failed.append(e.name)
         print(f"layoutverify: skipped {e.name}: {err}", file=sys.stderr)
 
-    doc = record(entries, native=args.native, on_error=on_error if args.keep_going else None)
+    doc = record(entries, native=args.native, on_error=on_error if args.keep_going else None,
+                 triton_version=args.triton_version)
     doc["layouts"] = dict(sorted(doc["layouts"].items()))
     # not sort_keys: a normal form's bases stay in hardware-dim order (register, lane, warp, block)
     write_text(args.output, json.dumps(doc, indent=1) + "\n", what="golden file")
-    print(f"recorded {len(doc['layouts'])} layouts in {args.output}"
-          + (f" ({len(failed)} skipped)" if failed else ""))
+    if args.json:
+        jsonout.emit("snapshot", {"output": args.output, "format": doc["format"], "versions": doc["versions"],
+                                  "layouts": len(doc["layouts"]), "skipped": failed})
+    else:
+        print(f"recorded {len(doc['layouts'])} layouts in {args.output}"
+              + (f" ({len(failed)} skipped)" if failed else ""))
     return 0
