@@ -72,8 +72,9 @@ def transfers(op) -> list[Transfer]:
         return []
     if role == "operand":
         # A, B and the accumulator C (operands, in order; tc_gen5_mma's later operands are barriers)
+        types = ins[:3] if len(ins) >= 3 else ins + outs[:1]  # the accumulator may be printed as the result only
         return [Transfer("operand", t, None, OPERAND_NAMES[i])
-                for i, t in enumerate(ins[:3]) if "#" in t and "tensor_memory" not in t]
+                for i, t in enumerate(types) if "#" in t and "tensor_memory" not in t]
     if role in ("store", "tmem_store"):
         src = next((t for t in ins if t.startswith("tensor<")), None)
         dst = next((t for t in outs + ins if "memdesc" in t), None)
