@@ -400,3 +400,243 @@ def test_hostile_text(fw, text, shape, mention):
         assert_clean(rc, err, show(fw, text, shape))
     else:
         refused(show(fw, text, shape), mention)
+
+
+# ------------------------------------------------------------------------------------------------
+# Files: what a path may name, and what a file may hold
+VALID_CORPUS = '[[claim]]\nname = "same"\na = "cute:(4,8):(8,1)"\nb = "cute:(4,8):(8,1)"\nexpect = "equal"\n'
+CLAIM_HEAD = '[[claim]]\nname = "c"\na = "cute:(4,8):(8,1)"\nb = "cute:(4,8):(8,1)"\n'
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Named hostile paths: special files, bad encodings, oversized files, one valid corpus and golden file."""
+    d = tmp_path_factory.mktemp("hostile")
+    paths = {"dev_zero": "/dev/zero", "dev_urandom": "/dev/urandom", "dir": str(d), "missing": str(d / "nope"),
+             "empty_path": ""}
+    fifo = d / "fifo"
+    os.mkfifo(fifo)
+    paths["fifo"] = str(fifo)
+    (d / "notoml").mkdir()
+    paths["dir_without_toml"] = str(d / "notoml")
+    raw = {
+        "bad_utf8": b"cute:(4,8):(8,1)\xff\xfe",
+        "latin1": "cute:(4,8):(8,1) # caf\xe9".encode("latin-1"),
+        "nul_bytes": b"\x00" * 64,
+        "empty": b"",
+        "utf16": "[[claim]]".encode("utf-16"),
+    }
+    for name, data in raw.items():
+        (d / f"{name}.toml").write_bytes(data)
+        paths[name] = str(d / f"{name}.toml")
+    big = d / "big.toml"                       # larger than every limit, without writing it out
+    with open(big, "wb") as fh:
+        fh.truncate(64 << 20)
+    paths["sparse_64MiB"] = str(big)
+    (d / "valid.toml").write_text(VALID_CORPUS)
+    paths["valid_corpus"] = str(d / "valid.toml")
+    golden = d / "golden.json"
+    assert main(["snapshot", str(d / "valid.toml"), "-o", str(golden)]) == 0
+    paths["valid_golden"] = str(golden)
+    return paths
+
+
+#: paths no reader may accept
+BAD_PATHS = ["dev_zero", "dev_urandom", "fifo", "dir", "missing", "empty_path", "bad_utf8", "latin1", "utf16",
+             "sparse_64MiB"]
+#: what the error line must say for each
+PATH_MENTION = {"dev_zero": "character device|regular file", "dev_urandom": "character device|regular file",
+                "fifo": "FIFO|regular file", "dir": "director|regular file|no corpus", "missing": "no such",
+                "empty_path": "empty|no such|not", "bad_utf8": "UTF-8", "latin1": "UTF-8", "utf16": "UTF-8",
+                "sparse_64MiB": "too large|too long"}
+
+
+def _reader_argv(cmd: str, path: str, files) -> list[str]:
+    if cmd == "show@":
+        return ["show", f"cute:@{path}", "--no-grid"]
+    if cmd == "prove@":
+        return ["prove", "cute:(4,8):(8,1)", f"cute:@{path}"]
+    if cmd == "analyze@":
+        return ["analyze", f"triton:@{path}", "--shape", "64x64"]
+    if cmd == "check":
+        return ["check", path]
+    if cmd == "diff-old":
+        return ["diff", path, files["valid_golden"]]
+    if cmd == "diff-new":
+        return ["diff", files["valid_golden"], path]
+    if cmd == "atlas":
+        return ["atlas", "--corpus", path]
+    if cmd == "snapshot":
+        return ["snapshot", path, "-o", os.path.join(files["dir"], "out.json")]
+    raise AssertionError(cmd)
+
+
+READERS = ["show@", "prove@", "analyze@", "check", "diff-old", "diff-new", "atlas", "snapshot"]
+#: the device/FIFO cases go through real subprocesses (memory-limited); the rest run in-process
+SUBPROCESS_PATHS = {"dev_zero", "dev_urandom", "fifo"}
+PATH_CASES = [(cmd, name) for cmd in READERS for name in BAD_PATHS
+              if not (name == "empty_path" and cmd.endswith("@"))]
+
+
+@pytest.mark.parametrize("cmd,name", PATH_CASES, ids=[f"{c}-{n}" for c, n in PATH_CASES])
+def test_unreadable_path(files, cmd, name):
+    mention = PATH_MENTION[name]
+    if name == "dir" and cmd in ("check", "atlas", "snapshot"):   # a directory of corpora: none in it
+        name, mention = "dir_without_toml", "no corpus files"
+    argv = _reader_argv(cmd, files[name], files)
+    refused(argv, mention, subprocess_=name in SUBPROCESS_PATHS)
+
+
+@pytest.mark.parametrize("cmd", ["show@", "check", "diff-old", "atlas"])
+def test_fifo_in_process_does_not_block(files, cmd):
+    refused(_reader_argv(cmd, files["fifo"], files), "FIFO")
+
+
+#: corpus TOML texts that ``check`` must refuse: (text, what the error must mention)
+CORPUS_CASES = [
+    ("[[claim]", "TOML"),
+    ('x = "unterminated', "TOML"),
+    ("foo = 1\n" + VALID_CORPUS, "foo"),
+    ("[defaults]\nshap = [4, 8]\n" + VALID_CORPUS, "shap"),
+    ("[defaults]\nbogus = 1\n" + VALID_CORPUS, "bogus"),
+    ("defaults = 3\n" + VALID_CORPUS, "defaults"),
+    (CLAIM_HEAD + 'expect = "equal"\nbogus = 1\n', "bogus"),
+    (CLAIM_HEAD + 'expect = "equal"\nExpect = "equal"\n', "Expect"),
+    (CLAIM_HEAD + 'expect = "equal"\n[claim.options]\nwarp_size = 32\n[claim.extra]\nx = 1\n', "extra"),
+    ('[[layout]]\nname = "l"\nspec = "cute:4:1"\nspecc = "x"\n', "specc"),
+    ('[[inexpressible]]\nfragment = "f"\nframework = "triton"\nnote = "n"\nwhy = "x"\n', "why"),
+    ("claim = 3\n", "claim"),
+    ("claim = [1, 2]\n", "table"),
+    ("title = 3\n" + VALID_CORPUS, "title"),
+    ('[[claim]]\na = "cute:4:1"\nb = "cute:4:1"\nexpect = "equal"\n', "name"),
+    ('[[claim]]\nname = "c"\na = 5\nb = "cute:4:1"\nexpect = "equal"\n', "'a'"),
+    (CLAIM_HEAD + 'expect = "bogus"\n', "bogus"),
+    (CLAIM_HEAD + 'expect = "equal"\nshape = [0]\n', "shape"),
+    (CLAIM_HEAD + 'expect = "equal"\nshape = [-4, 8]\n', "shape"),
+    (CLAIM_HEAD + 'expect = "equal"\nshape = [4611686018427387904, 4611686018427387904]\n', "shape"),
+    (CLAIM_HEAD + 'expect = "equal"\nshape = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n', "shape"),
+    (CLAIM_HEAD + f'expect = "equal"\nshape = "4x{FULLWIDTH_4}"\n', "shape"),
+    (CLAIM_HEAD + 'expect = "equal"\nshape = 3\n', "shape"),
+    (CLAIM_HEAD + 'expect = "equal"\nshape = [true]\n', "shape"),
+    (CLAIM_HEAD + 'expect = "equal"\nshape = [4.0, 8.0]\n', "shape"),
+    (CLAIM_HEAD + 'expect = "equal"\noptions = 5\n', "options"),
+    (CLAIM_HEAD + 'expect = "equal"\ntimeout_ms = 0\n', "timeout_ms"),
+    (CLAIM_HEAD + 'expect = "equal"\ntimeout_ms = -1\n', "timeout_ms"),
+    (CLAIM_HEAD + 'expect = "equal"\ntimeout_ms = 9223372036854775807\n', "timeout_ms"),
+    (CLAIM_HEAD + 'expect = "equal"\ntags = "x"\n', "tags"),
+    (CLAIM_HEAD + 'expect = "equal"\ntags = [1]\n', "tags"),
+    (CLAIM_HEAD + 'expect = "equal"\nknown = "bogus"\n', "known"),
+    (CLAIM_HEAD + 'expect = "equal"\nknown = "equal"\n', "known"),
+    (CLAIM_HEAD + 'expect = "equal"\nnote = 5\n', "note"),
+    (CLAIM_HEAD + 'expect = "equal"\n' + CLAIM_HEAD + 'expect = "equal"\n', "duplicate"),
+    ("x = " + "[" * 5000 + "]" * 5000 + "\n", "x|nest|TOML"),
+    ("[" + ".".join(["a"] * 3000) + "]\n", "TOML|a|nest|key"),
+    ("x = {" + "a = {" * 3000 + "}" * 3001 + "\n", "TOML|nest|x"),
+    ("", "no claims"),
+    ("# only a comment\n", "no claims"),
+]
+
+
+def test_corpus_cases_are_many():
+    assert len(CORPUS_CASES) >= 40
+
+
+@pytest.mark.parametrize("text,mention", CORPUS_CASES, ids=[f"corpus-{i}" for i in range(len(CORPUS_CASES))])
+def test_hostile_corpus(tmp_path, text, mention):
+    p = tmp_path / "c.toml"
+    p.write_text(text)
+    refused(["check", str(p)], mention)
+
+
+#: corpus claims whose SIDES are hostile: the claim is reported as an error (exit 1), the run goes on
+SIDE_CASES = ["cute:@/dev/zero", "cute:@{fifo}", "cute:" + "(" * DEEP, "triton:" + blocked(wpc=f"[{HUGE}, 1]"),
+              "bogus:4:1", "cute:Sw<30,30,30> o (64,64):(64,1)", "tilus:local(" * DEEP,
+              "cute:tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (100000,100000,1), C)"]
+
+
+@pytest.mark.parametrize("side", SIDE_CASES, ids=[f"side-{i}" for i in range(len(SIDE_CASES))])
+def test_hostile_claim_side(tmp_path, files, side):
+    p = tmp_path / "c.toml"
+    side = side.replace("{fifo}", files["fifo"])
+    p.write_text(f'[[claim]]\nname = "c"\na = {json.dumps(side)}\nb = "cute:(4,8):(8,1)"\nexpect = "equal"\n')
+    rc, out, err = run_in_process(["check", str(p), "-j", "1"])
+    assert_clean(rc, err, ["check", side])
+    assert rc in (1, 2)
+
+
+def _golden(layouts, **top) -> dict:
+    return {"format": 1, "versions": {"layoutverify": "0"}, "layouts": layouts, **top}
+
+
+GOOD_ENTRY = {"spec": "cute:(4,8):(8,1)", "shape": None, "source": "adapter", "fingerprint": "0" * 16,
+              "normal_form": {"in_dims": [["offset", 32]], "out_dims": [["dim0", 4], ["dim1", 8]],
+                              "bases": {"offset": [[0, 1], [0, 2], [0, 4], [1, 0], [2, 0]]}}}
+
+
+def _nf(**kw) -> dict:
+    return {**GOOD_ENTRY, "normal_form": {**GOOD_ENTRY["normal_form"], **kw}}
+
+
+#: golden files that ``diff`` must refuse (as OLD, against a valid NEW): (JSON text, what to mention)
+GOLDEN_CASES = [
+    ("", "JSON"),
+    ("{", "JSON"),
+    ("[]", "golden"),
+    ("{}", "golden"),
+    ("3", "golden"),
+    ('"format"', "golden"),
+    (json.dumps({"format": 1}), "golden"),
+    (json.dumps({"format": True, "layouts": {}}), "golden|format"),
+    (json.dumps({"format": 99, "layouts": {}}), "format"),
+    (json.dumps({"format": "1", "layouts": {}}), "format"),
+    (json.dumps({"format": 1, "layouts": []}), "golden|layouts"),
+    (json.dumps(_golden({"x": 5})), "'x'"),
+    (json.dumps(_golden({"x": {}})), "'x'"),
+    (json.dumps(_golden({"x": [1, 2]})), "'x'"),
+    (json.dumps(_golden({"x": {**GOOD_ENTRY, "spec": 5}})), "spec"),
+    (json.dumps(_golden({"x": {k: v for k, v in GOOD_ENTRY.items() if k != "spec"}})), "spec"),
+    (json.dumps(_golden({"x": {k: v for k, v in GOOD_ENTRY.items() if k != "normal_form"}})), "normal_form"),
+    (json.dumps(_golden({"x": {**GOOD_ENTRY, "fingerprint": 7}})), "fingerprint"),
+    (json.dumps(_golden({"x": {**GOOD_ENTRY, "shape": "64"}})), "shape"),
+    (json.dumps(_golden({"x": {**GOOD_ENTRY, "normal_form": 3}})), "normal_form"),
+    (json.dumps(_golden({"x": _nf(in_dims=5)})), "in_dims|normal form"),
+    (json.dumps(_golden({"x": _nf(in_dims=[["offset", 2 ** 70]])})), "in_dims|normal form"),
+    (json.dumps(_golden({"x": _nf(in_dims=[["offset", -32]])})), "in_dims|normal form"),
+    (json.dumps(_golden({"x": _nf(in_dims=[["offset", 32, 7]])})), "in_dims|normal form"),
+    (json.dumps(_golden({"x": _nf(in_dims=[[5, 32]])})), "in_dims|normal form"),
+    (json.dumps(_golden({"x": _nf(out_dims=[["dim0", 2 ** 64], ["dim1", 8]])})), "out_dims|normal form"),
+    (json.dumps(_golden({"x": _nf(out_dims=[["dim0", 0], ["dim1", 8]])})), "out_dims|normal form"),
+    (json.dumps(_golden({"x": _nf(out_dims=[])})), "out_dims|normal form"),
+    (json.dumps(_golden({"x": _nf(bases={"offset": [[0, 1]] * 5 + [[0]]})})), "bases|normal form"),
+    (json.dumps(_golden({"x": _nf(bases={"offset": [[0, 2 ** 80]] * 5})})), "bases|normal form"),
+    (json.dumps(_golden({"x": _nf(bases={"offset": "x"})})), "bases|normal form"),
+    (json.dumps(_golden({"x": _nf(bases={"lane": [[0, 1]] * 5})})), "bases|normal form"),
+    (json.dumps(_golden({"x": _nf(bases=[1, 2])})), "bases|normal form"),
+    (json.dumps(_golden({"x": _nf(in_dims=[["offset", 2 ** 40]], bases={"offset": [[0, 1]] * 40})})), ANY),
+    (json.dumps(_golden({"x": {**GOOD_ENTRY, "normal_form": {"in_dims": [["offset", 4]], "out_dims": [["dim0", 4]],
+                                                             "table": [[0], [1], [2]]}}})), "table|normal form"),
+    (json.dumps(_golden({"x": {**GOOD_ENTRY, "normal_form": {"in_dims": [["offset", 4]], "out_dims": [["dim0", 4]],
+                                                             "table": [[0], [1], [2], [99]]}}})), "table|normal form"),
+    (json.dumps(_golden({"x": {**GOOD_ENTRY, "normal_form": {"in_dims": [["offset", 4]], "out_dims": [["dim0", 4]],
+                                                             "table": "abc"}}})), "table|normal form"),
+    (json.dumps(_golden({"x": {**GOOD_ENTRY, "normal_form": {"in_dims": [["offset", 2 ** 40]],
+                                                             "out_dims": [["dim0", 4]], "table": []}}})),
+     "table|normal form|large|limit"),
+    ("[" * 100000 + "]" * 100000, "JSON|nest"),
+    ('{"format": 1, "layouts": {"x": ' + "[" * 100000 + "]" * 100000 + "}}", "JSON|nest"),
+    ('{"format": 1, "layouts": {}, "versions": NaN}', "golden|NaN|versions"),
+    (json.dumps(_golden({}, versions=[1, 2])), "versions"),
+]
+
+
+@pytest.mark.parametrize("text,mention", GOLDEN_CASES, ids=[f"golden-{i}" for i in range(len(GOLDEN_CASES))])
+def test_hostile_golden(tmp_path, files, text, mention):
+    p = tmp_path / "old.json"
+    p.write_text(text)
+    if mention is ANY:   # a legal (if odd) golden file: any clean outcome, quickly
+        for argv in (["diff", str(p), files["valid_golden"]], ["diff", files["valid_golden"], str(p)]):
+            rc, _, err = run_in_process(argv)
+            assert_clean(rc, err, argv)
+        return
+    refused(["diff", str(p), files["valid_golden"]], mention)
+    refused(["diff", files["valid_golden"], str(p)], mention)

@@ -57,6 +57,7 @@ _CLAIM_KEYS = {"name", "a", "b", "shape", "shape_a", "shape_b", "options", "opti
                "expect", "tags", "note", "fragment", "framework", "timeout_ms", "known", "native"}
 _LAYOUT_KEYS = {"name", "spec", "shape", "options", "tags", "note"}
 _INEXPRESSIBLE_KEYS = {"fragment", "framework", "note"}
+MAX_TIMEOUT_MS = 86_400_000
 _TOP_KEYS = {"claim", "layout", "inexpressible", "defaults", "title", "description"}
 
 
@@ -129,7 +130,11 @@ def _shape(v, where: str):
         return parse_shape(v)
     if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v):
         raise LayoutError(f"{where}: shape must be a list of positive integers, got {v!r}")
-    return tuple(v)
+    from layoutverify.adapters import parse_shape
+    try:   # the same limits (rank, element count) as --shape
+        return parse_shape("x".join(map(str, v)))
+    except LayoutError as e:
+        raise LayoutError(f"{where}: {e}") from None
 
 
 def _options(v, where: str) -> dict:
@@ -154,6 +159,12 @@ def load_file(path: str | Path) -> Corpus:
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise LayoutError(f"{path}: [defaults] must be a table")
+    bad = set(defaults) - ((_CLAIM_KEYS | _LAYOUT_KEYS) - {"name"})   # names are per entry
+    if bad:
+        raise LayoutError(f"{path}: [defaults]: unknown key(s) {sorted(bad)}")
+    for key in ("title", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise LayoutError(f"{path}: {key} must be a string")
     out = Corpus()
     names: set[str] = set()
     for key in ("claim", "layout", "inexpressible"):
@@ -183,8 +194,8 @@ def load_file(path: str | Path) -> Corpus:
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise LayoutError(f"{where}: tags must be a list of strings")
         timeout = raw.get("timeout_ms", 20_000)
-        if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout <= 0:
-            raise LayoutError(f"{where}: timeout_ms must be a positive integer")
+        if not isinstance(timeout, int) or isinstance(timeout, bool) or not 0 < timeout <= MAX_TIMEOUT_MS:
+            raise LayoutError(f"{where}: timeout_ms must be a positive integer of at most {MAX_TIMEOUT_MS} (a day)")
         for key in ("fragment", "framework", "native", "note"):
             if key in raw and not isinstance(raw[key], str):
                 raise LayoutError(f"{where}: {key} must be a string")
@@ -239,6 +250,8 @@ def corpus_files(paths) -> list[Path]:
     """Expand directories to their ``*.toml`` files (sorted); keep files as given."""
     files: list[Path] = []
     for p in paths:
+        if not str(p).strip():
+            raise LayoutError("empty corpus path")
         p = Path(p)
         if p.is_dir():
             files.extend(sorted(p.rglob("*.toml")))

@@ -177,7 +177,10 @@ def load_golden(path: str | Path) -> dict:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise LayoutError(f"{path}: not a JSON golden file: {e}") from None
-    if not isinstance(doc, dict) or doc.get("format") not in READABLE_FORMATS or not isinstance(doc.get("layouts"), dict):
+    except RecursionError:
+        raise LayoutError(f"{path}: not a golden file: JSON nested too deeply") from None
+    if not isinstance(doc, dict) or isinstance(doc.get("format"), bool) or doc.get("format") not in READABLE_FORMATS \
+            or not isinstance(doc.get("layouts"), dict):
         raise LayoutError(f"{path}: not a layoutverify golden file (format {' or '.join(map(str, READABLE_FORMATS))})")
     if not isinstance(doc.get("versions", {}), dict):
         raise LayoutError(f"{path}: 'versions' must be an object")

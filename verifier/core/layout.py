@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 from functools import cached_property
 from typing import Mapping, Sequence
 
@@ -366,6 +367,16 @@ class Layout:
 
     @classmethod
     def from_normal_form(cls, d: Mapping) -> "Layout":
+        if not isinstance(d, Mapping):
+            raise LayoutError(f"malformed normal form: an object expected, got {type(d).__name__}")
+        for key in ("in_dims", "out_dims"):
+            dims = d.get(key)
+            if not isinstance(dims, list) or not dims or not all(
+                    isinstance(x, (list, tuple)) and len(x) == 2 and isinstance(x[0], str)
+                    and isinstance(x[1], numbers.Integral) and not isinstance(x[1], bool) and 1 <= x[1] <= (1 << 62)
+                    for x in dims):
+                raise LayoutError(f"malformed normal form: {key} must be a non-empty list of [name, size] pairs "
+                                  f"with sizes from 1 to 2^62, got {str(dims)[:80]}")
         try:
             if "bases" in d:
                 order = [n for n, _ in d["in_dims"]]
