@@ -200,6 +200,9 @@ def analyze_transfer(tr, module, cache: _Cache, options: ScanOptions) -> dict:
         rec["error"] = str(e)
         rec["cost"] = estimate_cost(tr.role, None)
         return rec
+    rec["source"]["spec"] = "triton:" + module.expand(tr.source)
+    if dst is not None:
+        rec["target"]["spec"] = "triton:" + module.expand(tr.target)
     rec["source"]["shape"] = list(src.out_sizes)
     rec["source"]["fingerprint"] = src.fingerprint()
     if dst is not None:

@@ -1,0 +1,98 @@
+"""``layoutverify scan PATH...``: every layout op of TTGIR modules and Triton caches, with costs
+and findings; ``--baseline OLD.json`` gates on conversions that got costlier (exit 1)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from layoutverify.apps.commands.common import TRITON_VERSIONS
+
+
+def register(sub) -> None:
+    p = sub.add_parser("scan", help="scan TTGIR modules / Triton caches for layout conversions and their cost",
+                       description="Read *.ttgir / *.mlir files, MLIR_ENABLE_DUMP logs, Triton cache folders "
+                                   "(~/.triton/cache, $TRITON_CACHE_DIR) and TRITON_KERNEL_DUMP folders; report "
+                                   "every op that changes or materialises a layout. Exit codes: 0 ok, 1 the "
+                                   "baseline gate fired, 2 bad input.")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--json", metavar="FILE", help="write the scan as JSON ('-' for stdout)")
+    p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a warning/error finding is a failure)")
+    p.add_argument("--html", metavar="FOLDER", help="write index.html and one page per kernel with grids")
+    p.add_argument("--baseline", metavar="OLD.json", help="compare with an earlier scan's --json output")
+    p.add_argument("--threshold", type=float, default=0.0,
+                   help="relative cost growth tolerated by the baseline gate (default 0: any growth)")
+    p.add_argument("--triton-version", choices=TRITON_VERSIONS, default=None,
+                   help="read layouts with this release's semantics (default: the cache metadata's, "
+                        "else the installed Triton's)")
+    p.add_argument("--quiet", action="store_true", help="no table on the terminal")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from layoutverify.apps.scan import output
+    from layoutverify.apps.scan.analysis import ScanOptions, scan_modules
+    from layoutverify.apps.scan.sources import find_modules
+    from layoutverify.core.errors import LayoutError
+
+    if args.threshold < 0:
+        raise LayoutError(f"--threshold must be >= 0, got {args.threshold}")
+    old = None
+    if args.baseline:
+        from layoutverify.apps.scan.baseline import load_scan
+        old = load_scan(args.baseline)
+    modules = find_modules(args.paths)
+    options = ScanOptions(triton_version=args.triton_version)
+    to_stdout = args.json == "-"
+    doc = _scan_with_progress(modules, options, show=not (args.quiet or to_stdout), scan_modules=scan_modules)
+    cmp = None
+    if old is not None:
+        from layoutverify.apps.scan.baseline import compare_scans
+        cmp = compare_scans(old, doc, args.threshold)
+        doc["baseline"] = cmp
+    if args.json:
+        text = json.dumps(doc, indent=1)
+        if to_stdout:
+            sys.stdout.write(text + "\n")
+        else:
+            _write(args.json, text + "\n")
+    if args.markdown:
+        md = output.markdown(doc)
+        if cmp is not None:
+            from layoutverify.apps.scan.baseline import render_baseline
+            md += "\n### Against the baseline\n\n```\n" + render_baseline(cmp) + "\n```\n"
+        _write(args.markdown, md)
+    if args.junit:
+        _write(args.junit, output.junit(doc))
+    if args.html:
+        output.write_html(doc, args.html)
+    if not args.quiet and not to_stdout:
+        try:
+            output.print_table(doc)
+        except ImportError:
+            print(output.plain_table(doc))
+        if cmp is not None:
+            from layoutverify.apps.scan.baseline import render_baseline
+            print(render_baseline(cmp))
+    return 1 if cmp is not None and cmp["worse"] else 0
+
+
+def _write(path: str, text: str) -> None:
+    from layoutverify.core.errors import LayoutError
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise LayoutError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _scan_with_progress(modules, options, show: bool, scan_modules):
+    if not show or len(modules) < 8:
+        return scan_modules(modules, options)
+    try:
+        from rich.progress import Progress
+    except ImportError:
+        return scan_modules(modules, options)
+    with Progress(transient=True) as bar:
+        task = bar.add_task("scanning kernels", total=len(modules))
+        return scan_modules(modules, options, progress=lambda done, total, name: bar.update(task, completed=done))
