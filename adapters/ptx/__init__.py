@@ -16,12 +16,25 @@ the operand letter is written upper case in canonical names::
       e.g. mma.m16n8k16.f16.A  mma.m16n8k16.f32.C  mma.m16n8k32.s8.B  mma.m8n8k4.col.f16.A
            mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32.B
 
-    wgmma[.mma_async][.sync][.aligned].m64nNkK.TYPES.OPERAND      (sparse .sp variants: not modelled)
+    wgmma[.mma_async][.sp][.sync][.aligned].m64nNkK.TYPES.OPERAND
         K = 16 (f16 bf16 / D f16 f32), 8 (tf32 / D f32), 32 (s8 u8 e4m3 e5m2 / D s32 f32 f16),
             256 (D s32); N = 8..256 in steps of 8 (s32: 8 16 24 32 48 64 ... 256)
         TYPES   = one element type, or PTX's DTYPE.ATYPE.BTYPE (A takes ATYPE, C/D DTYPE)
         OPERAND = D or C (64 x N accumulator) | A (64 x K operand in registers); 4 warps
-      e.g. wgmma.m64n128k16.f32.D  wgmma.m64n64k16.f16.A
+      e.g. wgmma.m64n128k16.f32.D  wgmma.m64n64k16.f16.A  wgmma.sp.m64n64k32.f16.A
+        .sp: K = 32 (f16 bf16), 16 (tf32), 64 (8-bit); A is the packed 64 x K/2 matrix of
+        non-zeros (see :mod:`layoutverify.adapters.ptx.sparse`), D as for the dense shape
+
+    mma.sp[::ordered_metadata][.sync][.aligned].SHAPE[.row.col].TYPES.OPERAND
+        SHAPE = m16n8k8 (tf32) | m16n8k16 (f16 bf16 tf32) | m16n8k32 (f16 bf16 s8 u8)
+              | m16n8k64 (8-bit, s4 u4) | m16n8k128 (s4 u4 e2m1)
+        A is the packed M x K/2 matrix of non-zeros; B and C/D as the ISA's dense fragments
+      e.g. mma.sp.m16n8k16.f16.A  mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32.A
+
+    tcgen05.ld|st[.sync][.aligned].SHAPE.xNUM[.b32]
+        SHAPE = 32x32b | 16x64b | 16x128b | 16x256b | 16x32bx2;  NUM = 1 2 4 ... 128
+        (register, lane) -> (TMEM lane, 32-bit column); see :mod:`layoutverify.adapters.ptx.tcgen05`
+      e.g. tcgen05.ld.16x256b.x1  tcgen05.st.sync.aligned.32x32b.x4.b32
 
     ldmatrix[.sync][.aligned][.m8n8].x1|x2|x4[.trans][.shared[::cta]][.b16]   (also stmatrix)
       the 8*num x 8 tile whose rows the threads address (``shape`` may rearrange the 8x8
@@ -41,13 +54,15 @@ from layoutverify.core.layout import Layout
 
 from . import ldmatrix as _ldm
 from . import mma as _mma
+from . import sparse as _sparse
+from . import tcgen05 as _tcgen05
 from . import wgmma as _wgmma
 from .fragment import Fragment
 from .syntax import Token, error, tokenize
 
 __all__ = ["parse", "fragment", "list_fragments", "FRAGMENTS", "Fragment"]
 
-OPCODES = ("mma", "wgmma", "ldmatrix", "stmatrix")
+OPCODES = ("mma", "wgmma", "ldmatrix", "stmatrix", "tcgen05")
 _OPERANDS = {"a": "A", "b": "B", "c": "C", "d": "C"}
 _ALL_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "s8", "u8", "s4", "u4", "s32", "b1",
               "e4m3", "e5m2", "e3m2", "e2m3", "e2m1")
@@ -87,6 +102,8 @@ def fragment(text: str, shape=None) -> Fragment:
         return _parse_mma(cur)
     if op.low == "wgmma":
         return _parse_wgmma(cur)
+    if op.low == "tcgen05":
+        return _parse_tcgen05(cur)
     return _parse_ldmatrix(cur, op.low, shape)
 
 
@@ -149,14 +166,18 @@ def _types_and_operand(cur: _Cursor, what: str, full: int = 4) -> tuple[Token, s
     return type_tok, operand, op_tok
 
 
-def _reject_sparse(cur: _Cursor, op: str) -> None:
+def _take_sparse(cur: _Cursor) -> bool:
+    """Consume ``.sp`` / ``.sp::ordered_metadata`` (same fragments; only the metadata order differs)."""
     t = cur.peek()
     if t is not None and t.low in ("sp", "sp::ordered_metadata"):
-        raise UnsupportedError(f"{op}.{t.text} (structured sparsity: compressed A and metadata) is not modelled")
+        cur.take()
+        return True
+    return False
 
 
 def _parse_mma(cur: _Cursor) -> Fragment:
-    _reject_sparse(cur, "mma")
+    if _take_sparse(cur):
+        return _parse_mma_sp(cur)
     cur.skip("sync", "aligned")
     shapes = _mma.shapes()
     shape_tok = cur.take()
@@ -198,9 +219,33 @@ def _parse_mma(cur: _Cursor) -> Fragment:
     return frag
 
 
+def _parse_mma_sp(cur: _Cursor) -> Fragment:
+    cur.skip("sync", "aligned")
+    shapes = _sparse.shapes()
+    shape_tok = cur.take()
+    if shape_tok is None or shape_tok.low not in shapes:
+        raise cur.error("expected an mma.sp shape", shape_tok, shapes)
+    shape = shape_tok.low
+    lays = []
+    while cur.peek() is not None and cur.peek().low in ("row", "col"):
+        lays.append(cur.take())
+    if lays and [t.low for t in lays] != ["row", "col"]:
+        raise cur.error("mma.sp takes A .row and B .col only (.row.col)", lays[0])
+    type_tok, operand, op_tok = _types_and_operand(cur, f"mma.sp.{shape}")
+    dtype = type_tok.low
+    frag = _sparse.MMA_SP.get((shape, operand, dtype))
+    if frag is None:
+        if operand == "B" and (shape, dtype) in _sparse.B_FIGURE_ONLY:
+            raise UnsupportedError(_sparse.B_FIGURE_ONLY[(shape, dtype)])
+        types = sorted({k[2] for k in _sparse.MMA_SP if k[0] == shape and k[1] == operand})
+        kind = "accumulator (C/D)" if operand == "C" else operand
+        raise cur.error(f"mma.sp.{shape} has no {type_tok.text} {kind} fragment", type_tok, types)
+    return frag
+
+
 def _parse_wgmma(cur: _Cursor) -> Fragment:
     cur.skip("mma_async")
-    _reject_sparse(cur, "wgmma.mma_async")
+    sparse = _take_sparse(cur)
     cur.skip("sync", "aligned")
     shape_tok = cur.take()
     if shape_tok is None:
@@ -210,6 +255,8 @@ def _parse_wgmma(cur: _Cursor) -> Fragment:
         raise cur.error("expected a wgmma shape m64nNkK (e.g. m64n128k16)", shape_tok,
                         ["m64n128k16", "m64n64k16", "m64n128k8", "m64n128k32"])
     mm, n, k = (int(g) for g in m.groups())
+    if sparse:
+        return _parse_wgmma_sp(cur, shape_tok, mm, n, k)
     if mm != 64 or k not in _wgmma.SHAPES:
         raise cur.error("wgmma shapes are m64nNk8, m64nNk16, m64nNk32, m64nNk256", shape_tok)
     if n not in _wgmma.N_FLOAT:
@@ -228,6 +275,43 @@ def _parse_wgmma(cur: _Cursor) -> Fragment:
             raise UnsupportedError(f"wgmma.m64nNk{k} {what} fragments are not modelled")
         raise cur.error(f"wgmma.m64nNk{k} has no .{type_tok.text} {what} fragment", type_tok, types)
     return frag
+
+
+def _parse_wgmma_sp(cur: _Cursor, shape_tok: Token, mm: int, n: int, k: int) -> Fragment:
+    if mm != 64 or k not in _sparse.WGMMA_SP:
+        raise cur.error("wgmma.sp shapes are m64nNk16 (tf32), m64nNk32 (f16, bf16), m64nNk64 (8-bit)", shape_tok)
+    type_tok, operand, op_tok = _types_and_operand(cur, f"wgmma.sp.{shape_tok.text}", full=3)
+    if operand == "B":
+        raise cur.error("wgmma reads B from shared memory; only A (in registers) and D have register fragments",
+                        op_tok)
+    frag = _sparse.wgmma_sp_fragment(n, k, operand, type_tok.low)
+    if frag is None:
+        what = "accumulator D" if operand == "C" else "register A"
+        raise cur.error(f"wgmma.sp.m64n{n}k{k} has no .{type_tok.text} {what} fragment", type_tok)
+    return frag
+
+
+def _parse_tcgen05(cur: _Cursor) -> Fragment:
+    op_tok = cur.take()
+    if op_tok is None or op_tok.low not in ("ld", "st"):
+        raise cur.error("tcgen05 has register fragments for .ld and .st only", op_tok, ["ld", "st"])
+    cur.skip("sync", "aligned")
+    shape_tok = cur.take()
+    if shape_tok is None or shape_tok.low not in _tcgen05.SHAPES:
+        raise cur.error(f"tcgen05.{op_tok.low} needs a shape", shape_tok, list(_tcgen05.SHAPES))
+    num_tok = cur.take()
+    nums = [f"x{n}" for n in _tcgen05.NUMS]
+    if num_tok is None or num_tok.low not in nums:
+        raise cur.error(f"tcgen05.{op_tok.low}.{shape_tok.low} needs the repetition count .num", num_tok, nums)
+    t = cur.take()
+    if t is not None and t.low in ("pack::16b", "unpack::16b"):
+        raise UnsupportedError(f"tcgen05.{op_tok.low}.{t.text} (two 16-bit values per register) is not modelled")
+    if t is not None and t.low != "b32":
+        raise cur.error(f"unexpected qualifier for tcgen05.{op_tok.low}", t, ["b32"])
+    t = cur.take()
+    if t is not None:
+        raise cur.error("unexpected token after tcgen05's type", t)
+    return _tcgen05.fragment(f"tcgen05.{op_tok.low}", shape_tok.low, int(num_tok.low[1:]))
 
 
 def _parse_ldmatrix(cur: _Cursor, op: str, shape) -> Fragment:
@@ -260,7 +344,8 @@ def _parse_ldmatrix(cur: _Cursor, op: str, shape) -> Fragment:
 
 
 def _all_names() -> list[str]:
-    return [f.name for f in _mma.MMA.values()] + _wgmma.names() + _ldm.names()
+    return ([f.name for f in _mma.MMA.values()] + _wgmma.names() + _ldm.names() + _sparse.mma_sp_names()
+            + _sparse.wgmma_sp_names() + _tcgen05.names())
 
 
 #: canonical name -> Fragment for every fragment this adapter knows
