@@ -1,0 +1,282 @@
+"""Requests as functions: the one place where a prove / analyze / show request becomes a result.
+
+The CLI (:mod:`layoutverify.apps.commands`) and the service (:mod:`layoutverify.apps.service`)
+both call these functions and render what they return, so that a verdict, a witness and an error
+message are the same whichever way the question was asked (as in mypy's ``api.py``: functions
+return results, renderers make text).
+
+Layout specs are ``FRAMEWORK:TEXT`` as everywhere; shapes are text (``"64x64"``) or lists of
+positive integers. Every bad input raises :class:`~layoutverify.core.errors.LayoutError`.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+
+from layoutverify.adapters import FRAMEWORKS, adapter, parse_shape, parse_spec, split_spec
+from layoutverify.core.compare import Result, compare
+from layoutverify.core.errors import LayoutError, ParseError
+from layoutverify.core.layout import Layout
+
+#: exit status of ``prove`` by verdict (``equal_up_to_register_order`` is 1 with ``strict``)
+PROVE_EXIT = {"equal": 0, "equal_up_to_register_order": 0, "not_equal": 1, "different_tensors": 1, "unknown": 3}
+
+
+def shape_of(value) -> tuple | None:
+    """``"64x64"``, ``[64, 64]`` or ``None`` -> a shape tuple (or ``None``)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return parse_shape(value)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return parse_shape("x".join(str(v) for v in value)) if value else parse_shape("")
+    raise LayoutError(f"a shape must be text like '64x64' or a list of positive integers, got {type(value).__name__}")
+
+
+def spec_options(spec: str, *, warp_size: int | None = None, triton_version: str | None = None) -> dict:
+    """Adapter options for ``spec``: ``warp_size`` for every framework, ``triton_version`` for Triton only."""
+    opts = {}
+    if warp_size:
+        opts["warp_size"] = warp_size
+    if triton_version and split_spec_framework(spec) == "triton":
+        opts["triton_version"] = triton_version
+    return opts
+
+
+def split_spec_framework(spec: str) -> str:
+    """The framework a spec names (or that its text looks like), without reading any file."""
+    if not isinstance(spec, str):
+        raise LayoutError(f"a layout spec must be text, got {type(spec).__name__}")
+    head, sep, _ = spec.partition(":")
+    if sep and head.strip().lower() in FRAMEWORKS:
+        return head.strip().lower()
+    from layoutverify.adapters import guess_framework
+    return guess_framework(spec)
+
+
+def load(spec: str, shape=None, *, warp_size: int | None = None, triton_version: str | None = None) -> Layout:
+    """Parse one layout spec through the adapter registry."""
+    return parse_spec(spec, shape=shape_of(shape),
+                      **spec_options(spec, warp_size=warp_size, triton_version=triton_version))
+
+
+# -- prove ---------------------------------------------------------------------------------------
+@dataclass
+class Proof:
+    """A prove request's answer: both layouts, the :class:`Result`, and the specs as written."""
+
+    spec_a: str
+    spec_b: str
+    a: Layout
+    b: Layout
+    result: Result
+    strict: bool = False
+    smt2: str | None = None         # the file the z3 queries were written to (``--emit-smt2``)
+    smt2_text: str | None = None    # the queries themselves (``capture_smt2``)
+
+    @property
+    def exit_code(self) -> int:
+        code = PROVE_EXIT[self.result.verdict]
+        if self.result.verdict == "equal_up_to_register_order" and self.strict:
+            code = 1
+        return code
+
+    def to_json(self) -> dict:
+        """The object ``layoutverify prove --json`` prints."""
+        out = {"a": self.spec_a, "b": self.spec_b, **self.result.to_json(), "exit": self.exit_code}
+        if self.smt2:
+            out["smt2"] = self.smt2
+        return out
+
+
+def decided_by_z3(a: Layout, b: Layout, method: str) -> bool:
+    """Whether ``compare(a, b, method=method)`` runs the z3 strategy (``auto`` picks F2 when it can)."""
+    if method != "auto":
+        return method == "z3"
+    from layoutverify.core.compare import _f2_data  # the same test compare's ``auto`` makes
+    return _f2_data(a) is None or _f2_data(b) is None
+
+
+def load_pair(spec_a: str, spec_b: str, *, shape=None, shape_b=None, triton_version: str | None = None,
+              warp_size: int | None = None) -> tuple[Layout, Layout]:
+    """Parse A and B; ``shape`` applies to A, and to B unless ``shape_b`` is given."""
+    sa = shape_of(shape)
+    sb = shape_of(shape_b) if shape_b is not None else sa
+    return (load(spec_a, sa, warp_size=warp_size, triton_version=triton_version),
+            load(spec_b, sb, warp_size=warp_size, triton_version=triton_version))
+
+
+def prove_pair(spec_a: str, spec_b: str, a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_000,
+               strict: bool = False, smt2: str | None = None, capture_smt2: bool = False) -> Proof:
+    """Prove the verdict for two parsed layouts (:func:`layoutverify.core.compare.compare`).
+
+    ``smt2`` names a file that receives every z3 query as SMT-LIB2. With ``capture_smt2`` the
+    SMT-LIB2 text of the z3 queries is kept in ``Proof.smt2_text`` when z3 decides (through a
+    private temporary file).
+    """
+    if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms <= 0:
+        raise LayoutError("--timeout-ms must be positive")
+    if not (capture_smt2 and smt2 is None and decided_by_z3(a, b, method)):
+        res = compare(a, b, method=method, timeout_ms=timeout_ms, smt2=smt2)
+        return Proof(spec_a, spec_b, a, b, res, strict=strict, smt2=smt2)
+    with tempfile.TemporaryDirectory(prefix="layoutverify-smt2-") as d:
+        path = os.path.join(d, "queries.smt2")
+        res = compare(a, b, method=method, timeout_ms=timeout_ms, smt2=path)
+        res.details.pop("smt2", None)
+        text = None
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+    return Proof(spec_a, spec_b, a, b, res, strict=strict, smt2_text=text)
+
+
+def prove(spec_a: str, spec_b: str, *, shape=None, shape_b=None, method: str = "auto", timeout_ms: int = 10_000,
+          triton_version: str | None = None, warp_size: int | None = None, strict: bool = False,
+          smt2: str | None = None, capture_smt2: bool = False) -> Proof:
+    """Parse both layouts (:func:`load_pair`) and prove the verdict (:func:`prove_pair`)."""
+    if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms <= 0:
+        raise LayoutError("--timeout-ms must be positive")
+    a, b = load_pair(spec_a, spec_b, shape=shape, shape_b=shape_b, triton_version=triton_version,
+                     warp_size=warp_size)
+    return prove_pair(spec_a, spec_b, a, b, method=method, timeout_ms=timeout_ms, strict=strict, smt2=smt2,
+                      capture_smt2=capture_smt2)
+
+
+# -- analyze, show ------------------------------------------------------------------------------
+def analyze(spec_a: str, spec_b: str | None = None, *, shape=None, shared: str | None = None,
+            element_bits: int = 16, timeout_ms: int = 10_000, triton_version: str | None = None,
+            warp_size: int | None = None) -> dict:
+    """The JSON of ``layoutverify analyze --json``: a conversion report for A -> B, or A's properties."""
+    from layoutverify.core.banks import element_bytes
+    element_bytes(element_bits)
+    if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms <= 0:
+        raise LayoutError("--timeout-ms must be positive")
+    opts = dict(warp_size=warp_size, triton_version=triton_version)
+    a = load(spec_a, shape, **opts)
+    b = load(spec_b, shape, **opts) if spec_b else None
+    sh = load(shared, shape, **opts) if shared else None
+    if b is None:
+        from layoutverify.core.properties import properties
+        return properties(a, element_bits=element_bits)
+    from layoutverify.core.conversion import analyze as analyze_conversion
+    return analyze_conversion(a, b, shared=sh, element_bits=element_bits, timeout_ms=timeout_ms).to_json()
+
+
+def show(spec: str, *, shape=None, triton_version: str | None = None, warp_size: int | None = None) -> dict:
+    """The JSON of ``layoutverify show --json`` (without ``--native``)."""
+    fw, text = split_spec(spec)
+    lay = adapter(fw).parse(text, shape=shape_of(shape),
+                            **spec_options(spec, warp_size=warp_size, triton_version=triton_version))
+    return {"framework": fw, "layout": lay.normal_form(), "fingerprint": lay.fingerprint(),
+            "f2_linear": lay.is_f2_linear(), "kind": lay.kind}
+
+
+# -- grids as data -------------------------------------------------------------------------------
+#: largest number of hardware locations whose holders are listed per cell
+MAX_GRID_LOCATIONS = 1 << 18
+
+
+def grid(layout: Layout, *, rows: tuple[int, int] | None = None, cols: tuple[int, int] | None = None,
+         lead: tuple = ()) -> dict:
+    """Holders of each element of a 2-D window: ``{"rows": [r0, r1), "cols": [c0, c1), "cells": [[labels]]}``.
+
+    Labels are ``T{thread}:{register}`` (register layouts) or the offset (memory layouts), as
+    ``layoutverify show`` draws them. ``lead`` fixes the leading coordinates of a >2-D tensor.
+    """
+    if layout.in_size() > MAX_GRID_LOCATIONS:
+        raise LayoutError(f"grid not drawn: more than {MAX_GRID_LOCATIONS} hardware locations")
+    from layoutverify.core.render import holder_labels
+    labels = holder_labels(layout)
+    shape = list(layout.out_sizes)
+    if len(shape) == 1:
+        shape = [1] + shape
+        lead = ()
+    nr, nc = shape[-2], shape[-1]
+    r0, r1 = rows or (0, nr)
+    c0, c1 = cols or (0, nc)
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    base = sum(int(x) * s for x, s in zip(lead, strides))
+    cells = [[labels[base + r * strides[-2] + c] for c in range(c0, c1)] for r in range(r0, r1)]
+    return {"rows": [r0, r1], "cols": [c0, c1], "shape": list(layout.out_sizes), "lead": list(lead), "cells": cells}
+
+
+def witness_elements(witness: dict) -> tuple[list | None, list | None]:
+    """The element to mark in A's grid and in B's grid (``prove``'s witness shapes)."""
+    if not isinstance(witness, dict):
+        return None, None
+    if "element" in witness:
+        return witness["element"], witness["element"]
+    return witness.get("a"), witness.get("b")
+
+
+def grid_pair(a: Layout, b: Layout, witness: dict, *, window: int = 32) -> dict:
+    """A's and B's grids as data, on the same window (at most ``window`` rows and columns) around
+    the witness element: ``{"a": grid, "b": grid, "differ": [[bool]], "mark_a": [r, c] | None,
+    "mark_b": ...}``. ``differ`` marks cells whose holders (as sets) differ between A and B."""
+    if a.out_dims != b.out_dims:
+        return {"drawn": False, "why": "the layouts cover different tensors"}
+    shape = list(a.out_sizes)
+    ea, eb = witness_elements(witness or {})
+    focus = ea if ea is not None else eb
+    if focus is None or len(focus) != len(shape):
+        focus = [0] * len(shape)
+    if len(shape) == 1:
+        rows, cols, lead, fr, fc = 1, shape[0], (), 0, focus[0]
+    else:
+        rows, cols, lead, fr, fc = shape[-2], shape[-1], tuple(focus[:-2]), focus[-2], focus[-1]
+    nr, nc = min(rows, window), min(cols, window)
+    r0 = min(max(0, fr - nr // 2), rows - nr)
+    c0 = min(max(0, fc - nc // 2), cols - nc)
+    ga = grid(a, rows=(r0, r0 + nr), cols=(c0, c0 + nc), lead=lead)
+    gb = grid(b, rows=(r0, r0 + nr), cols=(c0, c0 + nc), lead=lead)
+    differ = [[sorted(x) != sorted(y) for x, y in zip(ra, rb)] for ra, rb in zip(ga["cells"], gb["cells"])]
+
+    def mark(el):
+        if el is None or len(el) != len(shape):
+            return None
+        if len(shape) == 1:
+            r, c = 0, el[0]
+        elif tuple(el[:-2]) != lead:
+            return None
+        else:
+            r, c = el[-2], el[-1]
+        return [r, c] if r0 <= r < r0 + nr and c0 <= c < c0 + nc else None
+
+    return {"drawn": True, "a": ga, "b": gb, "differ": differ, "mark_a": mark(ea), "mark_b": mark(eb),
+            "differing_cells": sum(map(sum, differ))}
+
+
+def jsonable(x):
+    """Plain JSON values: tuples -> lists, numpy integers -> int, keys -> str."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover
+        return x
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    return x
+
+
+# -- errors as data ------------------------------------------------------------------------------
+def error_object(exc: BaseException, code: str | None = None) -> dict:
+    """``{"error": {"code", "message", "token"}}`` for a bad-input exception; the message is the
+    CLI's one-liner (without the ``layoutverify: error:`` prefix)."""
+    token = getattr(exc, "token", None) if isinstance(exc, ParseError) else None
+    if code is None:
+        code = {"ParseError": "parse_error", "UnsupportedError": "unsupported", "SizeLimitError": "size_limit",
+                "NotInvertibleError": "not_invertible", "NativeError": "native_error"}.get(type(exc).__name__,
+                                                                                             "bad_input")
+    if isinstance(exc, RecursionError):
+        return {"error": {"code": "bad_input", "message": "input nested too deeply", "token": None}}
+    return {"error": {"code": code, "message": str(exc), "token": token}}
