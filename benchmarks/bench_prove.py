@@ -37,6 +37,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from layoutverify.core import expr as E  # noqa: E402
 from layoutverify.core.compare import compare  # noqa: E402
 from layoutverify.core.layout import Layout  # noqa: E402
+from layoutverify.core.random_layouts import (  # noqa: E402
+    in_shape, mixed_radix_expr as mixed_expr, modes_near_miss, modes_recipe)
 
 
 # -- corpus -----------------------------------------------------------------------------------
@@ -98,73 +100,6 @@ def digits_form(bases, shape):
         for i, v in enumerate(vecs):
             digit = (E.Var(n) // (1 << i)) % 2
             acc = [x ^ (digit * c) if c else x for x, c in zip(acc, v)]
-    return Layout(in_dims, [("dim0", shape[0]), ("dim1", shape[1])], acc)
-
-
-def modes_recipe(rng, max_locations):
-    """A random mixed-radix layout (sizes 2, 3, 4, 5, 6 per mode) onto a 2-D tile, bijective,
-    with an occasional stride-0 (replicating) mode, at most ``max_locations`` locations."""
-    while True:
-        hw = {"register": [rng.choice([1, 2, 3, 4]) for _ in range(2)],
-              "lane": rng.choice([[4, 8], [2, 16], [8, 4], [32]]),
-              "warp": [rng.choice([1, 2, 3, 4, 6])],
-              "block": [rng.choice([1, 1, 2, 3, 5, 8, 16, 32])]}
-        n = int(np.prod([np.prod(v) for v in hw.values()]))
-        if n <= max_locations:
-            break
-    allm = [(k, j, s) for k, ms in hw.items() for j, s in enumerate(ms) if s > 1]
-    owner = {m: rng.randrange(2) for m in allm}
-    if rng.random() < 0.25:  # one replicating mode
-        owner[rng.choice(allm)] = None
-    strides, shape = {}, [1, 1]
-    for d in range(2):
-        mine = [m for m in allm if owner[m] == d]
-        rng.shuffle(mine)
-        place = 1
-        for m in mine:
-            strides[m] = place
-            place *= m[2]
-        shape[d] = place
-    in_dims = [(k, int(np.prod(ms))) for k, ms in hw.items()]
-    modes = {k: [(s, [strides[(k, j, s)] if owner.get((k, j, s)) == 0 else 0,
-                      strides[(k, j, s)] if owner.get((k, j, s)) == 1 else 0]) if s > 1 else (1, [0, 0])
-                 for j, s in enumerate(ms)] for k, ms in hw.items()}
-    return in_dims, shape, modes
-
-
-def modes_near_miss(rng, in_dims, shape, modes):
-    m = {k: list(v) for k, v in modes.items()}
-    flat = [(k, j) for k, ms in m.items() for j, (s, st) in enumerate(ms) if s > 1]
-    kind = rng.choice(["swap", "regperm", "zero"])
-    if kind == "regperm" and len([x for x in m["register"] if x[0] > 1]) >= 2:
-        m["register"] = m["register"][::-1]
-    elif kind == "swap" and len(flat) >= 2:
-        (k1, j1), (k2, j2) = rng.sample(flat, 2)
-        m[k1][j1], m[k2][j2] = (modes[k1][j1][0], modes[k2][j2][1]), (modes[k2][j2][0], modes[k1][j1][1])
-    else:
-        k, j = rng.choice(flat)
-        m[k][j] = (m[k][j][0], [0, 0])
-    return m
-
-
-def in_shape(in_dims, shape, modes) -> bool:
-    """Whether a mode layout stays inside its shape (interval bounds are exact for sums of
-    digits times strides)."""
-    lay = Layout.from_modes(in_dims, shape, modes)
-    bounds = {k: s - 1 for k, s in in_dims}
-    return all(E.upper_bound(e, bounds) < s for e, s in zip(lay.exprs, shape))
-
-
-def mixed_expr(in_dims, shape, modes):
-    """The same mixed-radix map with digits written ``x % (p*s) // p`` (a different form)."""
-    acc = [E.Const(0), E.Const(0)]
-    for k, ms in modes.items():
-        p = 1
-        for s, st in ms:
-            if s > 1:
-                digit = (E.Var(k) % (p * s)) // p
-                acc = [x + digit * c if c else x for x, c in zip(acc, st)]
-            p *= s
     return Layout(in_dims, [("dim0", shape[0]), ("dim1", shape[1])], acc)
 
 

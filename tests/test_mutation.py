@@ -27,6 +27,7 @@ from layoutverify.core import expr as E
 from layoutverify.core.compare import compare
 from layoutverify.core.layout import Layout
 from layout_forms import digits_form, lookup_form
+from layoutverify.core.random_layouts import mixed_radix_expr, mode_mutants, random_modes
 
 pytest.importorskip("z3")
 
@@ -195,72 +196,6 @@ def test_f2_equal_forms_and_mutants():
 
 
 # -- mixed-radix (non-F2) layouts ---------------------------------------------------------------
-def random_modes(rng):
-    """A random bijective mixed-radix layout: hardware modes of sizes 2, 3, 4, each assigned to
-    a logical dim, strides the mixed-radix place values within that dim (random order)."""
-    hw = {"register": [rng.choice([2, 3, 4]) for _ in range(rng.randint(1, 2))],
-          "lane": rng.choice([[4, 8], [2, 16], [8, 4], [32]]),
-          "warp": [rng.choice([1, 2, 3])]}
-    allm = [(n, j, s) for n, ms in hw.items() for j, s in enumerate(ms) if s > 1]
-    owner = {m: rng.randrange(2) for m in allm}
-    strides, shape = {}, [1, 1]
-    for d in range(2):
-        mine = [m for m in allm if owner[m] == d]
-        rng.shuffle(mine)
-        place = 1
-        for m in mine:
-            strides[m] = place
-            place *= m[2]
-        shape[d] = place
-    in_dims = [(n, int(np.prod(ms))) for n, ms in hw.items()]
-    modes = {n: [(s, [strides[(n, j, s)] if owner[(n, j, s)] == 0 else 0,
-                      strides[(n, j, s)] if owner[(n, j, s)] == 1 else 0]) if s > 1 else (1, [0, 0])
-                 for j, s in enumerate(ms)] for n, ms in hw.items()}
-    return in_dims, shape, modes
-
-
-def mode_mutants(rng, in_dims, shape, modes):
-    out = []
-    flat = [(n, j) for n, ms in modes.items() for j, (s, st) in enumerate(ms) if s > 1]
-    # swap the strides of two modes
-    if len(flat) >= 2:
-        (n1, j1), (n2, j2) = rng.sample(flat, 2)
-        m = {n: list(ms) for n, ms in modes.items()}
-        m[n1][j1], m[n2][j2] = (modes[n1][j1][0], modes[n2][j2][1]), (modes[n2][j2][0], modes[n1][j1][1])
-        out.append(("swap_strides", in_dims, m))
-    # change a mode size: swap the sizes of two modes of one dim, or split differently
-    for n, ms in modes.items():
-        if len(ms) == 2 and ms[0][0] != ms[1][0]:
-            m = {**modes, n: [(ms[1][0], ms[0][1]), (ms[0][0], ms[1][1])]}
-            out.append(("mode_size", in_dims, m))
-            break
-    # replication: a stride set to 0
-    n, j = rng.choice(flat)
-    m = {k: list(v) for k, v in modes.items()}
-    m[n][j] = (modes[n][j][0], [0, 0])
-    out.append(("replicate", in_dims, m))
-    # one more warp, replicating
-    nd = [(k, s * 2 if k == "warp" else s) for k, s in in_dims]
-    out.append(("extra_warp", nd, {**modes, "warp": list(modes["warp"]) + [(2, [0, 0])]}))
-    # permute registers: reorder the register modes
-    regs = modes["register"]
-    if len(regs) >= 2 and regs[0][0] != regs[1][0]:
-        out.append(("register_permutation", in_dims, {**modes, "register": regs[::-1]}))
-    return out
-
-
-def mixed_radix_expr(in_dims, shape, modes):
-    """The same map with each digit written as ``x % (p*s) // p`` (not how from_modes writes it)."""
-    acc = [E.Const(0), E.Const(0)]
-    for n, ms in modes.items():
-        p = 1
-        for s, st in ms:
-            digit = (E.Var(n) % (p * s)) // p
-            acc = [a + digit * c if c else a for a, c in zip(acc, st)]
-            p *= s
-    return Layout(in_dims, [("dim0", shape[0]), ("dim1", shape[1])], acc)
-
-
 def test_mixed_radix_equal_forms_and_mutants():
     rng = random.Random(777)
     equal_pairs = 0

@@ -27,10 +27,14 @@
 Strategies (``method``):
 
 ``f2``     both layouts F2-linear: bases compared with GF(2) ranks and spans (:mod:`layoutverify.core.f2`).
-``z3``     everything else: bit-vector queries over the symbolic maps (:mod:`layoutverify.core.smt`),
-           each with a time limit; every query can be written out as SMT-LIB2.
-``table``  explicit evaluation of both tables: the independent cross-check used by tests.
-``auto``   ``f2`` when both are F2-linear, else ``z3``.
+``radix``  both layouts digit-linear (mixed-radix shape:stride maps, any sizes): per-digit strides
+           on a common refinement of their digit chains (:mod:`layoutverify.core.radix`).
+``table``  explicit evaluation of both tables, vectorised (:mod:`layoutverify.core.table`): the
+           independent cross-check used by tests, and the fallback before z3.
+``z3``     bit-vector queries over the symbolic maps (:mod:`layoutverify.core.smt`), each with a
+           time limit; every query can be written out as SMT-LIB2.
+``auto``   ``f2`` when both are F2-linear; else ``radix`` when it decides; else ``table`` up to
+           :data:`layoutverify.core.table.TABLE_FALLBACK` locations; else ``z3``.
 
 Every witness a strategy returns is re-evaluated on both layouts with the numpy evaluator
 before it is reported.
@@ -44,10 +48,13 @@ import numpy as np
 
 from layoutverify.core import expr as E
 from layoutverify.core import f2 as F2
+from layoutverify.core import radix as RADIX
+from layoutverify.core import smt as SMT
+from layoutverify.core import table as TABLE
 from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedError
 from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
 
-METHODS = ("auto", "f2", "z3", "table")
+METHODS = ("auto", "f2", "radix", "z3", "table")
 
 
 from layoutverify.core.result import (  # noqa: F401  (re-exported: the public API of compare)
@@ -60,12 +67,17 @@ _reg_order_result, _not_equal_result = reg_order_result, not_equal_result
 
 
 # ---------------------------------------------------------------------------------------------
+def _early(a: Layout, b: Layout) -> Result | None:
+    """Verdicts that need no strategy: different logical dims or shapes."""
+    return shape_mismatch(a, b)
+
+
 def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_000,
             smt2: str | None = None) -> Result:
     """Compare ``a`` and ``b`` (see the module docstring for verdicts and strategies).
 
     ``timeout_ms`` limits each solver query; ``smt2`` names a file to receive every z3 query as
-    SMT-LIB2 (with the z3 strategy's answers as comments). When ``auto`` decides by F2 and
+    SMT-LIB2 (with the z3 strategy's answers as comments). When another strategy decides and
     ``smt2`` is given, the z3 strategy also runs, to write the file, and must agree.
     """
     if not isinstance(a, Layout) or not isinstance(b, Layout):
@@ -73,24 +85,42 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
     if method not in METHODS:
         raise LayoutError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     t0 = time.perf_counter()
-    res = _shape_mismatch(a, b)
+    res = _early(a, b)
     if res is None:
         pair = Pair(a, b)
-        chosen = method
-        if method == "auto":
-            chosen = "f2" if (_f2_data(a) is not None and _f2_data(b) is not None) else "z3"
-        if chosen == "f2":
-            res = compare_f2(pair)
-            if smt2 is not None:
-                zres = compare_z3(pair, timeout_ms=timeout_ms, smt2=smt2)
-                if zres.verdict != "unknown" and zres.verdict != res.verdict:
-                    raise AssertionError(f"internal: F2 says {res.verdict}, z3 says {zres.verdict}")
-                res.details["smt2"] = smt2
-        elif chosen == "z3":
-            res = compare_z3(pair, timeout_ms=timeout_ms, smt2=smt2)
-        else:
-            res = compare_table(pair)
+        res = _decide(pair, method, timeout_ms, smt2)
     res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _decide(pair: Pair, method: str, timeout_ms: int, smt2: str | None) -> Result:
+    a, b = pair.a, pair.b
+    if method == "auto":
+        if _f2_data(a) is not None and _f2_data(b) is not None:
+            res = compare_f2(pair)
+        else:
+            res = RADIX.compare_radix(pair)
+            if res is None:
+                if max(a.in_size(), b.in_size()) <= TABLE.TABLE_FALLBACK:
+                    res = TABLE.compare_table(pair)
+                else:
+                    return compare_z3(pair, timeout_ms=timeout_ms, smt2=smt2)
+    elif method == "f2":
+        res = compare_f2(pair)
+    elif method == "radix":
+        res = RADIX.compare_radix(pair)
+        if res is None:
+            raise UnsupportedError("the radix method needs digit-linear layouts whose digits refine to a common "
+                                   "chain and do not overlap; use auto, table or z3")
+    elif method == "z3":
+        return compare_z3(pair, timeout_ms=timeout_ms, smt2=smt2)
+    else:
+        res = compare_table(pair)
+    if smt2 is not None:
+        zres = compare_z3(pair, timeout_ms=timeout_ms, smt2=smt2)
+        if zres.verdict != "unknown" and zres.verdict != res.verdict:
+            raise AssertionError(f"internal: {res.method} says {res.verdict}, z3 says {zres.verdict}")
+        res.details["smt2"] = smt2
     return res
 
 
@@ -190,84 +220,12 @@ def compare_f2(pair: Pair) -> Result:
 
 
 # -- table ------------------------------------------------------------------------------------
-def _grid(lay: Layout, pair: Pair) -> np.ndarray:
-    """Flat logical index of every location, as an array with one axis per aligned dim."""
-    if lay.in_size() > MAX_TABLE_LOCATIONS:
-        raise SizeLimitError(f"the table method evaluates at most {MAX_TABLE_LOCATIONS} hardware locations; "
-                             f"this layout has {lay.in_size()}")
-    lay.check_in_range()
-    arr = lay.flat_table().reshape(lay.in_sizes, order="F")  # first hardware dim fastest
-    order = [lay.in_names.index(n) for n in pair.names if n in lay.in_names]
-    arr = arr.transpose(order)
-    shape = [lay.in_size(n) for n in pair.names]
-    return arr.reshape(shape)
-
-
 def compare_table(pair: Pair) -> Result:
-    """Decide by evaluating both layouts everywhere (explicit tables; small layouts only)."""
-    ga, gb = _grid(pair.a, pair), _grid(pair.b, pair)
-    out_sizes = pair.a.out_sizes
-
-    def unflat(f):
-        return [int(c) for c in np.unravel_index(int(f), out_sizes)]
-
-    def loc_of(idx):
-        return {n: int(i) for n, i in zip(pair.names, idx)}
-
-    # Coverage.
-    for side, g, other in (("a", ga, gb), ("b", gb, ga)):
-        missing = np.setdiff1d(g.ravel(), other.ravel())
-        if missing.size:
-            f = int(missing[0])
-            k = int(np.argmax(g.ravel(order="F") == f))
-            loc = loc_of(np.unravel_index(k, g.shape, order="F"))
-            return _coverage_result(pair, "table", side, unflat(f), loc)
-
-    # Equality on the common box, then outside it.
-    common = tuple(slice(0, min(pair.size_a[n], pair.size_b[n])) for n in pair.names)
-    ca, cb = ga[common], gb[common]
-    neq = ca != cb
-    if pair.same_sizes and not neq.any():
-        return _equal_result(pair, "table", "explicit tables identical")
-    if neq.any():
-        k = int(np.argmax(neq.ravel(order="F")))
-        diff_loc = loc_of(np.unravel_index(k, neq.shape, order="F"))
-    else:
-        diff_loc = pair.outside_location()
-
-    if not pair.has_register:
-        return _not_equal_result(pair, "table", diff_loc)
-    if not pair.same_threads:
-        return _not_equal_result(pair, "table", pair.outside_thread_location())
-    # Per-thread element sets: key = thread * n_elements + element.
-    n_el = pair.a.out_size()
-    ri = pair.names.index(REGISTER)
-
-    def keys(g):
-        g2 = np.moveaxis(g, ri, 0)
-        nthreads = int(np.prod(g2.shape[1:], dtype=np.int64))
-        g2 = g2.reshape(g2.shape[0], nthreads, order="F")
-        return g2, np.arange(nthreads, dtype=np.int64)[None, :] * n_el + g2
-
-    a2, ka = keys(ga)
-    b2, kb = keys(gb)
-    for side, kx, ky in (("a", ka, kb), ("b", kb, ka)):
-        missing = np.setdiff1d(kx.ravel(), ky.ravel())
-        if missing.size:
-            key = int(missing[0])
-            thread, el = divmod(key, n_el)
-            col = (kx[:, thread] == key)
-            reg = int(np.argmax(col))
-            thread_shape = [pair.sizes(side)[n] for n in pair.names if n != REGISTER]
-            tidx = np.unravel_index(thread, thread_shape, order="F")
-            loc = {REGISTER: reg, **{n: int(i) for n, i in zip([n for n in pair.names if n != REGISTER], tidx)}}
-            loc = {n: loc[n] for n in pair.names}
-            return _not_equal_result(pair, "table", loc, side, thread_set=True)
-    return _reg_order_result(pair, "table", diff_loc)
+    """Decide by evaluating both layouts everywhere (:mod:`layoutverify.core.table`)."""
+    return TABLE.compare_table(pair)
 
 
 # -- z3 ---------------------------------------------------------------------------------------
 def compare_z3(pair: Pair, *, timeout_ms: int = 10_000, smt2: str | None = None) -> Result:
     """Decide with bit-vector queries (any layouts; see :mod:`layoutverify.core.smt`)."""
-    from layoutverify.core.smt import z3_compare
-    return z3_compare(pair, timeout_ms=timeout_ms, smt2=smt2)
+    return SMT.z3_compare(pair, timeout_ms=timeout_ms, smt2=smt2)
