@@ -88,9 +88,11 @@ def parse_shape(text: str | None):
     if text is None:
         return None
     t = text.strip().strip("[]()")
-    parts = [p for p in re.split(r"[x×,\s]+", t) if p]
-    if not parts:
+    if not t.strip():
         raise LayoutError(f"empty shape {text!r}")
+    parts = re.split(r"\s*[x×,]\s*|\s+", t.strip())
+    if "" in parts:
+        raise LayoutError(f"bad shape {text!r}: a size is missing between separators")
     out = []
     for p in parts:
         if not re.fullmatch(r"[0-9]+", p):

@@ -80,9 +80,26 @@ def run_subprocess(argv: list[str], cwd=None) -> tuple[int, str, str]:
     return p.returncode, p.stdout, p.stderr
 
 
-def assert_refused(rc: int, err: str, must_mention: str | None = None, argv=None):
-    """Exit 2 and exactly one error line (naming ``must_mention`` when given)."""
-    where = f"argv={argv!r}\nstderr={err[-2000:]!r}"
+def json_error(out: str) -> str | None:
+    """The message of a ``--json`` error object on stdout (the CLI's JSON schema), else None."""
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        return None
+    if isinstance(doc, dict) and doc.get("kind") == "error" and doc.get("exit") == 2:
+        return str(doc.get("error", {}).get("message", ""))
+    return None
+
+
+def assert_refused(rc: int, err: str, must_mention: str | None = None, argv=None, out: str = ""):
+    """Exit 2 and exactly one error line (naming ``must_mention`` when given); under ``--json`` the
+    error may instead be one JSON error object on stdout with nothing on stderr."""
+    where = f"argv={argv!r}\nstderr={err[-2000:]!r}\nstdout={out[-500:]!r}"
+    if not err and argv and "--json" in argv and json_error(out) is not None:
+        assert rc == 2, where
+        if must_mention is not None:
+            assert re.search(must_mention, json_error(out), re.IGNORECASE), where
+        return
     assert "Traceback" not in err, where
     assert "internal error" not in err, where
     assert rc == 2, f"exit {rc}, expected 2; {where}"
@@ -106,7 +123,7 @@ def assert_clean(rc: int, err: str, argv=None):
 def refused(argv, must_mention=None, *, subprocess_=False, cwd=None):
     t0 = time.monotonic()
     rc, out, err = (run_subprocess(argv, cwd=cwd) if subprocess_ else run_in_process(argv))
-    assert_refused(rc, err, must_mention, argv)
+    assert_refused(rc, err, must_mention, argv, out)
     assert time.monotonic() - t0 < (SUBPROCESS_LIMIT_S if subprocess_ else IN_PROCESS_LIMIT_S)
     return out, err
 
@@ -640,3 +657,83 @@ def test_hostile_golden(tmp_path, files, text, mention):
         return
     refused(["diff", str(p), files["valid_golden"]], mention)
     refused(["diff", files["valid_golden"], str(p)], mention)
+
+
+# ------------------------------------------------------------------------------------------------
+# Options of every subcommand
+CUTE = "cute:(4,8):(8,1)"
+TRI = "triton:" + BLOCKED
+BAD_INTS = ["0", "-1", "abc", "", "1.5", "1e3", f"1{FULLWIDTH_4}", ARABIC_3, "9" * 40, "0x10", "nan"]
+#: (argv prefix, option, values to refuse): every value must be refused by every command listed
+OPTION_CASES = []
+for _prefix in (["show", CUTE, "--no-grid"], ["prove", CUTE, CUTE], ["analyze", CUTE]):
+    OPTION_CASES += [(_prefix, "--warp-size", v) for v in BAD_INTS + ["3", "48", "2048", "-32"]]
+for _prefix in (["prove", CUTE, CUTE], ["analyze", CUTE, CUTE], ["diff", "{golden}", "{golden}"]):
+    OPTION_CASES += [(_prefix, "--timeout-ms", v) for v in BAD_INTS + ["-100"]]
+for _prefix in (["check", "{corpus}"], ["atlas", "--corpus", "{corpus}"]):
+    OPTION_CASES += [(_prefix, "-j", v) for v in BAD_INTS]
+OPTION_CASES += [(["show", CUTE], "--max-cells", v) for v in ["-1", "abc", "9" * 40, FULLWIDTH_4]]
+OPTION_CASES += [(["prove", CUTE, CUTE], "--window", v) for v in ["0", "-1", "abc"]]
+OPTION_CASES += [(["analyze", CUTE], "--element-bits", v) for v in ["0", "-8", "7", "12", "128", "abc"]]
+OPTION_CASES += [(["prove", CUTE, CUTE], "--method", v) for v in ["bogus", ""]]
+for _prefix in (["show", TRI, "--no-grid"], ["prove", TRI, TRI], ["analyze", TRI]):
+    OPTION_CASES += [(_prefix, "--shape", v) for v in
+                     ["0x4", "-4x4", "4x", "x", "", "abc", "1e9x1e9", f"{FULLWIDTH_4}x4", f"64x{ARABIC_3}",
+                      "99999999999999999999x1", "65536x65536x65536", "1x1x1x1x1x1x1x1x1", "64x64x"]]
+    OPTION_CASES += [(_prefix, "--triton-version", v) for v in ["2.0", "3.10", "", "latest"]]
+OPTION_CASES += [(["prove", TRI, TRI, "--shape", "64x64"], "--shape-b", v) for v in ["0x4", "abc", "64x６4"]]
+OPTION_CASES += [(["snapshot", "{corpus}", "-o", "{dir}/g.json"], "--sweep", v) for v in ["bogus", "cute"]]
+OPTION_CASES += [(["show", CUTE], "--bogus-option", None), (["bogus-command"], None, None), ([], "--bogus", None)]
+
+
+def _fill(argv, files):
+    subst = {"{golden}": files["valid_golden"], "{corpus}": files["valid_corpus"], "{dir}": files["dir"],
+             "{fifo}": files["fifo"]}
+    out = []
+    for a in argv:
+        for k, v in subst.items():
+            a = a.replace(k, v)
+        out.append(a)
+    return out
+
+
+@pytest.mark.parametrize("prefix,option,value", OPTION_CASES,
+                         ids=[f"{c[0][0] if c[0] else 'none'}-{c[1]}-{i}" for i, c in enumerate(OPTION_CASES)])
+def test_hostile_option(files, prefix, option, value):
+    argv = _fill(prefix, files) + ([option] if option else []) + ([value] if value is not None else [])
+    refused(argv)
+
+
+#: output options: (argv before the option, option); every one is checked before any work is done
+WRITERS = [(["check", "{corpus}"], "--junit"), (["check", "{corpus}"], "--json"), (["check", "{corpus}"], "--markdown"),
+           (["atlas", "--corpus", "{corpus}"], "--markdown"), (["atlas", "--corpus", "{corpus}"], "--html"),
+           (["atlas", "--corpus", "{corpus}"], "--json"), (["snapshot", "{corpus}"], "-o"),
+           (["prove", CUTE, "cute:(4,8):(1,4)", "--method", "z3"], "--emit-smt2"),
+           (["scan", "{dir}"], "--json"), (["scan", "{dir}"], "--junit"), (["scan", "{dir}"], "--markdown")]
+#: unwritable targets: name -> (path, what the error must mention)
+UNWRITABLE = {"directory": ("{dir}", "directory"), "fifo_no_reader": ("{fifo}", "FIFO"),
+              "under_a_file": ("{corpus}/x.out", "director|not a directory"),
+              "read_only_fs": ("/proc/version/x", "director|not a directory|read-only|denied"),
+              "sysfs": ("/sys/layoutverify-hostile.out", "denied|read-only|not permitted"),
+              "empty": ("", "empty"), "missing_dir": ("{dir}/no/such/dir/x.out", "does not exist|director")}
+WRITE_CASES = [(w, u) for w in range(len(WRITERS)) for u in UNWRITABLE
+               if not (u == "missing_dir" and WRITERS[w][1] == "-o")]   # snapshot creates golden/ dirs
+
+
+@pytest.mark.parametrize("w,target", WRITE_CASES, ids=[f"{WRITERS[w][0][0]}{WRITERS[w][1]}-{u}" for w, u in WRITE_CASES])
+def test_unwritable_output(files, w, target):
+    prefix, option = WRITERS[w]
+    path, mention = UNWRITABLE[target]
+    path = _fill([path], files)[0]
+    t0 = time.monotonic()
+    refused(_fill(prefix, files) + [option, path], mention)
+    assert time.monotonic() - t0 < 5, "the output path must be refused before the work"
+
+
+def test_read_only_file_refused(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root writes read-only files; the sysfs/proc cases cover read-only targets")
+    p = tmp_path / "ro.json"
+    p.write_text("{}")
+    p.chmod(0o444)
+    refused(["check", "x", "--json", str(p)], "denied")

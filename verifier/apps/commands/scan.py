@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from layoutverify.apps.commands.common import TRITON_VERSIONS
+from layoutverify.apps.commands.common import TRITON_VERSIONS, json_output, output_path
 
 
 def register(sub) -> None:
@@ -15,9 +15,9 @@ def register(sub) -> None:
                                    "every op that changes or materialises a layout. Exit codes: 0 ok, 1 the "
                                    "baseline gate fired, 2 bad input.")
     p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--json", metavar="FILE", help="write the scan as JSON ('-' for stdout)")
-    p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
-    p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a warning/error finding is a failure)")
+    p.add_argument("--json", metavar="FILE", type=json_output("JSON file"), help="write the scan as JSON ('-' for stdout)")
+    p.add_argument("--markdown", metavar="FILE", type=output_path("Markdown file"), help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
+    p.add_argument("--junit", metavar="FILE", type=output_path("JUnit file"), help="write JUnit XML (a warning/error finding is a failure)")
     p.add_argument("--html", metavar="FOLDER", help="write index.html and one page per kernel with grids")
     p.add_argument("--baseline", metavar="OLD.json", help="compare with an earlier scan's --json output")
     p.add_argument("--threshold", type=float, default=0.0,
