@@ -29,11 +29,17 @@ What the canonical form means:
 * a TV layout is a **register layout**: ``register`` = CuTe value, ``lane``/``warp`` from the
   thread, logical ``(row, col)`` of the operand with A M x K, B K x N (CuTe's N x K transposed),
   C M x N. See :mod:`.tv`.
+* a TV layout written by hand is declared with the prefix ``tv:`` (``cute:tv:((4,8),(2,2)):((32,1),(16,8))``)
+  or the option ``as_="register"`` (corpora: ``options = { as = "register" }``): mode 0 is the
+  thread (``lane = t % warp_size``, ``warp = t // warp_size``), mode 1 the value (``register``),
+  and the layout's value is an index into the tile given as ``shape``, read column-major (CuTe's
+  convention; 1-D without a shape). See :func:`.tv.written_tv_to_register`.
 
 :func:`native` answers the same text with pycute (the installed Python CuTe), for ``show --native``.
 
 Options: ``shape`` (reinterpret a layout's coordinates column-major over this shape; for atoms it
-must match), ``as_`` (``"memory"``/``"function"``), ``warp_size`` (default 32), ``bits`` (element
+must match; for a written TV layout, the tile), ``as_`` (``"memory"``/``"function"``/``"register"``),
+``warp_size`` (default 32), ``bits`` (element
 width of copy atoms, default 16). Unknown options are ignored.
 """
 from __future__ import annotations
@@ -48,7 +54,7 @@ from .canonical import function_layout, memory_layout
 from .interp import evaluate_text
 from .layout import CuteLayout, Underscore
 from .swizzle import ComposedLayout, Swizzle
-from .tv import TVLayout, copy_tv
+from .tv import TVLayout, copy_tv, written_tv_to_register
 
 __all__ = ["parse", "native", "evaluate", "mma_atoms", "copy_atoms", "to_canonical"]
 
@@ -80,7 +86,12 @@ def to_canonical(value, shape=None, *, as_: str | None = None, warp_size: int = 
             return memory_layout(value, shape, name=name)
         if mode == "function":
             return function_layout(value, shape, name=name)
-        raise LayoutError(f"as_ must be 'memory' or 'function', got {as_!r}")
+        if mode == "register":
+            if not isinstance(value, CuteLayout):
+                raise LayoutError(f"{value} is a swizzled/composed layout; a thread/value layout is a plain "
+                                  f"(thread, value) layout")
+            return written_tv_to_register(value, shape, warp_size, name=name)
+        raise LayoutError(f"as_ must be 'memory', 'function' or 'register', got {as_!r}")
     if isinstance(value, Swizzle):
         raise LayoutError(f"{value} is a swizzle alone; compose it with a layout: {value} o (8,64):(64,1)")
     if isinstance(value, Underscore) or isinstance(value, tuple) and not _is_shape(value):
@@ -110,12 +121,21 @@ def looks_like(text: str) -> bool:
         bool(_SPEC_WORDS.match(t))
 
 
+#: Text prefix declaring a hand-written layout a thread/value layout: ``tv:((32,4),(2,2)):((..),(..))``.
+TV_PREFIX = "tv:"
+
+
 def parse(text: str, shape=None, **options) -> Layout:
     """Parse CuTe text into its canonical layout (see the module docstring for the options)."""
     as_ = options.get("as_") or options.get("as")
     warp_size = options.get("warp_size") or 32
     bits = options.get("bits") or 16
-    value = evaluate_text(text, bits=bits)
+    body = text.strip()
+    if body.startswith(TV_PREFIX):
+        if as_ not in (None, "register"):
+            raise LayoutError(f"'tv:' declares a register layout; as_={as_!r} contradicts it")
+        body, as_ = body[len(TV_PREFIX):], "register"
+    value = evaluate_text(body, bits=bits)
     return to_canonical(value, shape, as_=as_, warp_size=warp_size, name=text.strip(), bits=bits)
 
 
@@ -124,6 +144,9 @@ def native(text: str, shape=None, **options) -> Layout:
     see :mod:`.pycute_oracle` for what pycute covers and where it differs from CuTe C++."""
     from .pycute_oracle import native_value
     as_ = options.get("as_") or options.get("as")
-    value = native_value(text)
+    body = text.strip()
+    if body.startswith(TV_PREFIX):
+        body, as_ = body[len(TV_PREFIX):], "register"
+    value = native_value(body)
     return to_canonical(value, shape, as_=as_, warp_size=options.get("warp_size") or 32,
                         name=f"pycute: {text.strip()}")

@@ -175,6 +175,68 @@ def tv_to_register(tvl: TVLayout, warp_size: int = 32) -> Layout:
 
 
 # ---------------------------------------------------------------------------------------------
+#: Largest hand-written TV layout (threads x values) turned into a register layout.
+MAX_TV_LOCATIONS = 1 << 32
+
+
+def written_tv_to_register(tv: CuteLayout, shape=None, warp_size: int = 32, name: str | None = None) -> Layout:
+    """A TV layout written by hand (``cute:tv:((32,4),(2,2)):((...),(...))``) as a register layout.
+
+    Mode 0 is the thread, mode 1 the value, as in CuTe's ``get_layoutC_TV``: thread ``t`` is
+    ``lane = t % warp_size``, ``warp = t // warp_size`` (DESIGN.md §1), value ``v`` is ``register``.
+    The layout maps ``(t, v)`` to an index of a tile; ``shape`` is the tile (``--shape 16x8``) and
+    the index is read column-major over it, CuTe's convention (``i = m + M * n`` for an M x N
+    tile, so ``dim0`` = m). Without ``shape`` the tile is 1-D, ``0 .. cosize - 1``. An index
+    outside the tile is an error; tile elements that no (t, v) reaches make a partial layout.
+    """
+    if warp_size < 1:
+        raise LayoutError(f"warp size must be positive, got {warp_size}")
+    if tv.rank() != 2:
+        raise LayoutError(f"a TV layout has two modes (thread, value); {tv} has {tv.rank()}")
+    thr, val = tv.mode(0), tv.mode(1)
+    nthr, nval = thr.size(), val.size()
+    if nthr * nval > MAX_TV_LOCATIONS:
+        from layoutverify.core.errors import SizeLimitError
+        raise SizeLimitError(f"TV layout {tv} has {nthr} threads x {nval} values (more than 2^32); too large to verify")
+    tile = tuple(int(x) for x in shape) if shape is not None else (max(tv.cosize(), 1),)
+    if not tile or any(x < 1 for x in tile):
+        raise LayoutError(f"bad tile shape {tile} for TV layout {tv}")
+    total = 1
+    for x in tile:
+        total *= x
+    if tv.cosize() > total:
+        raise LayoutError(f"TV layout {tv} reaches tile index {tv.cosize() - 1}, outside the "
+                          f"{'x'.join(map(str, tile))} tile (give the tile with --shape)")
+    hw, _ = _thread_index(None, nthr, warp_size)
+    contribs: list[tuple[E.Expr, int, int]] = []
+    div = 1
+    for s_, d in thr.flat_modes():
+        contribs.append((_digit(hw, div, s_), d, s_))
+        div *= s_
+    div = 1
+    for s_, d in val.flat_modes():
+        contribs.append((_digit([("register", nval)], div, s_), d, s_))
+        div *= s_
+    if len(tile) == 2:
+        lo, hi = _split(contribs, tile[0])
+        exprs = [lo, hi]
+    else:
+        idx: E.Expr = E.Const(0)
+        for dig, d, s_ in contribs:
+            if d and s_ > 1:
+                idx = idx + dig * d
+        exprs, below = [], 1
+        for k, x in enumerate(tile):
+            digit = idx // below if below > 1 else idx
+            exprs.append(digit % x if k < len(tile) - 1 else digit)
+            below *= x
+    out = [(f"dim{k}", x) for k, x in enumerate(tile)]
+    lay = Layout([("register", nval)] + hw + [("block", 1)], out, exprs, name=name or f"tv:{tv}")
+    lay.check_in_range()
+    return lay
+
+
+# ---------------------------------------------------------------------------------------------
 def mma_tv(atom: MmaAtom, operand: str) -> TVLayout:
     return TVLayout(atom.name, operand, atom.tv(operand), atom.thr_id, atom.tile(operand), "mma")
 

@@ -31,7 +31,9 @@ class Result:
       (``None``: the location does not exist in that layout);
     * ``equal_up_to_register_order``: the same shape, a location where the register order differs;
     * ``different_tensors``: ``{"element": [coords], "held_by": "a" | "b", "hardware": {...}}``,
-      or ``{"shape_a": ..., "shape_b": ..., "dims_a": ..., "dims_b": ...}`` for a dims mismatch;
+      or ``{"shape_a": ..., "shape_b": ..., "dims_a": ..., "dims_b": ...}`` for a dims mismatch,
+      or ``{"kind_a": "memory", "kind_b": "register", "hardware_a": [...], "hardware_b": [...]}``
+      (method ``kinds``) for a memory layout against a register layout;
     * ``equal``: ``None``; ``unknown``: whatever partial evidence there is, or ``None``.
     """
 
@@ -96,6 +98,16 @@ class Pair:
         sizes = self.sizes(side)
         if any(loc.get(n, 0) >= sizes[n] or loc.get(n, 0) < 0 for n in self.names):
             return None
+        declared = lay.__dict__.get("_declared_bases")
+        if declared is not None:  # an F2 layout: XOR of the bases of the set bits
+            out = [0] * len(lay.out_dims)
+            for n, vecs in declared.items():
+                x = int(loc.get(n, 0))
+                for v in vecs:
+                    if x & 1:
+                        out = [o ^ c for o, c in zip(out, v)]
+                    x >>= 1
+            return out
         env = {n: int(loc.get(n, 0)) for n in lay.in_names}
         memo: dict = {}
         return [eval_point(e, env, memo) for e in lay.exprs]
@@ -136,7 +148,27 @@ def _dims_text(lay: Layout) -> str:
 
 
 # -- shared verdict builders ------------------------------------------------------------------
+def kind_mismatch(a: Layout, b: Layout) -> Result | None:
+    """``different_tensors`` (method ``kinds``) when one layout is a memory layout (hardware
+    ``offset``) and the other a register layout (``register, lane, warp``): they place a tensor in
+    different kinds of storage, so no location of one is a location of the other. Not
+    ``not_equal``, which would suggest the same storage filled differently."""
+    if a.kind == b.kind:
+        return None
+    w = {"kind_a": a.kind, "kind_b": b.kind, "hardware_a": [n for n, _ in a.in_dims],
+         "hardware_b": [n for n, _ in b.in_dims]}
+    why = (f"the layouts are of different kinds: A is a {a.kind} layout ({', '.join(w['hardware_a'])}), "
+           f"B is a {b.kind} layout ({', '.join(w['hardware_b'])}); compare a memory layout with a memory "
+           f"layout and a register layout with a register layout (e.g. cute:tv:... for a CuTe thread/value layout)")
+    return Result("different_tensors", "kinds", w, 0.0, why)
+
+
 def shape_mismatch(a: Layout, b: Layout) -> Result | None:
+    """Verdicts decided before any strategy: layouts of different kinds (:func:`kind_mismatch`),
+    then different logical dims or shapes."""
+    kinds = kind_mismatch(a, b)
+    if kinds is not None:
+        return kinds
     if a.out_dims == b.out_dims:
         return None
     w = {"shape_a": list(a.out_sizes), "shape_b": list(b.out_sizes),

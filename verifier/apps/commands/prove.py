@@ -57,14 +57,11 @@ def run(args) -> int:
         raise LayoutError("--timeout-ms must be positive")
     if args.window < 1:
         raise LayoutError("--window must be positive")
-    shape_a = parse_shape(args.shape)
-    shape_b = parse_shape(args.shape_b) if args.shape_b else shape_a
-    a = parse_spec(args.a, shape=shape_a, **spec_options(args.a, args))
-    b = parse_spec(args.b, shape=shape_b, **spec_options(args.b, args))
-    res = compare(a, b, method=args.method, timeout_ms=args.timeout_ms, smt2=args.emit_smt2)
-    code = EXIT[res.verdict]
-    if res.verdict == "equal_up_to_register_order" and args.strict:
-        code = 1
+    from layoutverify.apps import api  # the same request function the service calls
+    proof = api.prove(args.a, args.b, shape=args.shape, shape_b=args.shape_b, method=args.method,
+                      timeout_ms=args.timeout_ms, triton_version=getattr(args, "triton_version", None),
+                      warp_size=getattr(args, "warp_size", None), strict=args.strict, smt2=args.emit_smt2)
+    a, b, res, code = proof.a, proof.b, proof.result, proof.exit_code
     if args.json:
         jsonout.emit("proof", proof_json(res, a, b, code=code, a_spec=args.a, b_spec=args.b, smt2=args.emit_smt2))
         return code
@@ -75,7 +72,7 @@ def run(args) -> int:
         print(f"witness: {json.dumps(res.to_json()['witness'])}")
     if args.emit_smt2:
         print(f"smt2:    {args.emit_smt2}")
-    if res.verdict not in ("equal", "unknown") and not args.no_grid:
+    if res.verdict not in ("equal", "unknown") and res.method != "kinds" and not args.no_grid:
         text = side_by_side(a, b, res.witness or {}, window=args.window)
         if text:
             print()
