@@ -98,16 +98,6 @@ class Pair:
         sizes = self.sizes(side)
         if any(loc.get(n, 0) >= sizes[n] or loc.get(n, 0) < 0 for n in self.names):
             return None
-        declared = lay.__dict__.get("_declared_bases")
-        if declared is not None:  # an F2 layout: XOR of the bases of the set bits
-            out = [0] * len(lay.out_dims)
-            for n, vecs in declared.items():
-                x = int(loc.get(n, 0))
-                for v in vecs:
-                    if x & 1:
-                        out = [o ^ c for o, c in zip(out, v)]
-                    x >>= 1
-            return out
         env = {n: int(loc.get(n, 0)) for n in lay.in_names}
         memo: dict = {}
         return [eval_point(e, env, memo) for e in lay.exprs]

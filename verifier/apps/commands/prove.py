@@ -57,11 +57,14 @@ def run(args) -> int:
         raise LayoutError("--timeout-ms must be positive")
     if args.window < 1:
         raise LayoutError("--window must be positive")
-    from layoutverify.apps import api  # the same request function the service calls
-    proof = api.prove(args.a, args.b, shape=args.shape, shape_b=args.shape_b, method=args.method,
-                      timeout_ms=args.timeout_ms, triton_version=getattr(args, "triton_version", None),
-                      warp_size=getattr(args, "warp_size", None), strict=args.strict, smt2=args.emit_smt2)
-    a, b, res, code = proof.a, proof.b, proof.result, proof.exit_code
+    shape_a = parse_shape(args.shape)
+    shape_b = parse_shape(args.shape_b) if args.shape_b else shape_a
+    a = parse_spec(args.a, shape=shape_a, **spec_options(args.a, args))
+    b = parse_spec(args.b, shape=shape_b, **spec_options(args.b, args))
+    res = compare(a, b, method=args.method, timeout_ms=args.timeout_ms, smt2=args.emit_smt2)
+    code = EXIT[res.verdict]
+    if res.verdict == "equal_up_to_register_order" and args.strict:
+        code = 1
     if args.json:
         jsonout.emit("proof", proof_json(res, a, b, code=code, a_spec=args.a, b_spec=args.b, smt2=args.emit_smt2))
         return code
