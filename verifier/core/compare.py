@@ -126,11 +126,28 @@ def _decide(pair: Pair, method: str, timeout_ms: int, smt2: str | None) -> Resul
 
 # -- F2 ---------------------------------------------------------------------------------------
 class _F2Data:
-    __slots__ = ("packing", "bases")
+    """Packed bases of one F2 layout, with the echelon forms compare needs (built once)."""
+
+    __slots__ = ("packing", "bases", "_span", "_reg")
 
     def __init__(self, lay: Layout, f2bases: dict):
         self.packing = F2.Packing(lay.out_sizes)
         self.bases = {n: [self.packing.pack(v) for v in vs] for n, vs in f2bases.items()}
+        self._span = self._reg = None
+
+    @property
+    def span(self) -> F2.Echelon:
+        """The image (span of every basis)."""
+        if self._span is None:
+            self._span = F2.Echelon(v for vs in self.bases.values() for v in vs)
+        return self._span
+
+    @property
+    def reg(self) -> F2.Echelon:
+        """The span of the register bases (each thread's elements are a coset of it)."""
+        if self._reg is None:
+            self._reg = F2.Echelon(self.bases.get(REGISTER, []))
+        return self._reg
 
 
 _F2_CACHE: "weakref.WeakKeyDictionary[Layout, _F2Data | None]" = weakref.WeakKeyDictionary()
@@ -177,19 +194,19 @@ def compare_f2(pair: Pair) -> Result:
     B = {n: db.bases.get(n, []) for n in names}
     unpack = da.packing.unpack
 
-    # Coverage: the image of an F2 layout is the span of all its bases.
-    flat_a = [(n, i, v) for n in names for i, v in enumerate(A[n])]
-    flat_b = [(n, i, v) for n in names for i, v in enumerate(B[n])]
-    ech_a = F2.Echelon(v for _, _, v in flat_a)
-    ech_b = F2.Echelon(v for _, _, v in flat_b)
-    for side, flat, other in (("a", flat_a, ech_b), ("b", flat_b, ech_a)):
-        for n, i, v in flat:
-            if not other.contains(v):
-                return _coverage_result(pair, "f2", side, unpack(v), pair.location(**{n: 1 << i}))
-
-    # Equality: same sizes and the same basis for every hardware bit.
-    if pair.same_sizes and all(A[n] == B[n] for n in names):
+    # Equality: same sizes and the same basis for every hardware bit (then the images agree too).
+    if pair.same_sizes and A == B:
         return _equal_result(pair, "f2", "identical F2 bases")
+
+    # Coverage: the image of an F2 layout is the span of all its bases. Equal ranks and one
+    # inclusion of reduced bases prove equal spans; otherwise find a basis outside the other span.
+    ech_a, ech_b = da.span, db.span
+    if not (ech_a.rank == ech_b.rank and all(ech_b.contains(v) for v in ech_a.basis())):
+        for side, X, other in (("a", A, ech_b), ("b", B, ech_a)):
+            for n in names:
+                for i, v in enumerate(X[n]):
+                    if not other.contains(v):
+                        return _coverage_result(pair, "f2", side, unpack(v), pair.location(**{n: 1 << i}))
     diff_loc = None
     for n in names:
         for i in range(min(len(A[n]), len(B[n]))):
@@ -207,7 +224,7 @@ def compare_f2(pair: Pair) -> Result:
     if not pair.same_threads:
         return _not_equal_result(pair, "f2", pair.outside_thread_location())
     ra, rb = A[REGISTER], B[REGISTER]
-    ech_ra, ech_rb = F2.Echelon(ra), F2.Echelon(rb)
+    ech_ra, ech_rb = da.reg, db.reg
     for side, regs, other in (("a", ra, ech_rb), ("b", rb, ech_ra)):
         for i, v in enumerate(regs):
             if not other.contains(v):

@@ -96,8 +96,24 @@ class Layout:
             unknown = E.variables(e) - known
             if unknown:
                 raise LayoutError(f"expression {e} reads {sorted(unknown)}, not hardware dims {self.in_names}")
-        self.exprs = exprs
+        self._exprs = exprs
         self.name = name
+
+    def __setattr__(self, key, value):
+        # Immutable once built (layouts are shared through caches, e.g. the adapters' parse
+        # cache): dims and expressions are written once; only the display ``name`` may change.
+        if key in self.__dict__ and key != "name" and not (key == "_exprs" and self.__dict__[key] is None):
+            raise AttributeError(f"Layout is immutable: cannot change {key!r}")
+        object.__setattr__(self, key, value)
+
+    @property
+    def exprs(self) -> tuple[E.Expr, ...]:
+        """One expression per logical dim over the hardware dims (built on first use for
+        layouts made from F2 bases, which compare and fingerprint without them)."""
+        ex = self._exprs
+        if ex is None:
+            ex = self._exprs = _exprs_from_bases(self.in_dims, self.__dict__["_declared_bases"], len(self.out_dims))
+        return ex
 
     # -- dims -----------------------------------------------------------------------------------
     @property
@@ -155,25 +171,27 @@ class Layout:
                 raise LayoutError(f"F2 layouts need power-of-two sizes; logical dim {n!r} has size {s}")
         nout = len(out_dims)
         in_dims = []
-        acc: list[E.Expr] = [E.Const(0)] * nout
+        declared = {}
         for in_name, vecs in bases.items():
             vecs = [tuple(int(c) for c in v) for v in vecs]
             in_dims.append((in_name, 1 << len(vecs)))
-            for bit, v in enumerate(vecs):
+            for v in vecs:
                 if len(v) != nout:
                     raise LayoutError(
                         f"basis {list(v)} of {in_name!r} has {len(v)} entries, expected {nout} (one per logical dim)")
-                bitvar = (E.Var(in_name) >> bit) & 1
                 for d, c in enumerate(v):
                     if c < 0 or c >= out_dims[d][1]:
                         raise LayoutError(
                             f"basis {list(v)} of {in_name!r} is outside logical dim {out_dims[d][0]!r} of size {out_dims[d][1]}")
-                    if c:
-                        acc[d] = acc[d] ^ (bitvar * c)
+            declared[in_name] = vecs
         if not in_dims:
             raise LayoutError("a layout needs at least one hardware dim")
-        lay = cls(in_dims, out_dims, acc, name=name)
-        lay.__dict__["_declared_bases"] = {n: [tuple(int(c) for c in v) for v in vs] for n, vs in bases.items()}
+        lay = cls.__new__(cls)
+        lay.in_dims = _norm_dims(in_dims, "hardware")
+        lay.out_dims = out_dims
+        lay._exprs = None  # built from the bases on first use (see ``exprs``)
+        lay.name = name
+        lay.__dict__["_declared_bases"] = declared
         return lay
 
     @classmethod
@@ -286,7 +304,11 @@ class Layout:
 
     @cached_property
     def _table(self) -> np.ndarray:
-        t = self.apply(self.hardware_indices())
+        declared = self.__dict__.get("_declared_bases")
+        if declared is not None and self.in_size() <= MAX_TABLE_LOCATIONS:
+            t = _table_from_bases(self.in_dims, declared, len(self.out_dims))
+        else:
+            t = self.apply(self.hardware_indices())
         t.setflags(write=False)
         return t
 
@@ -551,6 +573,18 @@ class Layout:
 
 
 # ---------------------------------------------------------------------------------------------
+def _exprs_from_bases(in_dims, bases, nout: int) -> tuple[E.Expr, ...]:
+    """The XOR-of-bits expressions of an F2 layout: ``dim_d = XOR_i ((x >> i) & 1) * basis_i[d]``."""
+    acc: list[E.Expr] = [E.Const(0)] * nout
+    for in_name, _ in in_dims:
+        for bit, v in enumerate(bases[in_name]):
+            bitvar = (E.Var(in_name) >> bit) & 1
+            for d, c in enumerate(v):
+                if c:
+                    acc[d] = acc[d] ^ (bitvar * c)
+    return tuple(acc)
+
+
 def _bases_from_table(in_dims, t: np.ndarray) -> dict[str, list[tuple[int, ...]]]:
     bases, stride = {}, 1
     for n, s in in_dims:

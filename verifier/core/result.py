@@ -75,8 +75,9 @@ class Pair:
         rank = {n: i for i, n in enumerate(_DIM_ORDER)}
         first = {n: i for i, n in enumerate(names)}
         self.names = tuple(sorted(names, key=lambda n: (rank.get(n, len(rank)), first[n])))
-        self.size_a = {n: a.in_size(n) for n in self.names}
-        self.size_b = {n: b.in_size(n) for n in self.names}
+        da, db = dict(a.in_dims), dict(b.in_dims)
+        self.size_a = {n: da.get(n, 1) for n in self.names}
+        self.size_b = {n: db.get(n, 1) for n in self.names}
         self.same_sizes = self.size_a == self.size_b
         self.thread_names = tuple(n for n in self.names if n != REGISTER)
         self.same_threads = all(self.size_a[n] == self.size_b[n] for n in self.thread_names)
@@ -98,6 +99,16 @@ class Pair:
         sizes = self.sizes(side)
         if any(loc.get(n, 0) >= sizes[n] or loc.get(n, 0) < 0 for n in self.names):
             return None
+        declared = lay.__dict__.get("_declared_bases")
+        if declared is not None:  # an F2 layout: XOR of the bases of the set bits
+            out = [0] * len(lay.out_dims)
+            for n, vecs in declared.items():
+                x = int(loc.get(n, 0))
+                for v in vecs:
+                    if x & 1:
+                        out = [o ^ c for o, c in zip(out, v)]
+                    x >>= 1
+            return out
         env = {n: int(loc.get(n, 0)) for n in lay.in_names}
         memo: dict = {}
         return [eval_point(e, env, memo) for e in lay.exprs]
