@@ -90,19 +90,11 @@ class Proof:
         return out
 
 
-def decided_by_z3(a: Layout, b: Layout, method: str) -> bool:
-    """Whether ``compare(a, b, method=method)`` runs the z3 strategy (``auto`` picks F2 when it can)."""
-    if method != "auto":
-        return method == "z3"
-    from layoutverify.core.compare import _f2_data  # the same test compare's ``auto`` makes
-    return _f2_data(a) is None or _f2_data(b) is None
-
-
 def load_pair(spec_a: str, spec_b: str, *, shape=None, shape_b=None, triton_version: str | None = None,
               warp_size: int | None = None) -> tuple[Layout, Layout]:
     """Parse A and B; ``shape`` applies to A, and to B unless ``shape_b`` is given."""
     sa = shape_of(shape)
-    sb = shape_of(shape_b) if shape_b is not None else sa
+    sb = shape_of(shape_b) if shape_b else sa
     return (load(spec_a, sa, warp_size=warp_size, triton_version=triton_version),
             load(spec_b, sb, warp_size=warp_size, triton_version=triton_version))
 
@@ -113,17 +105,22 @@ def prove_pair(spec_a: str, spec_b: str, a: Layout, b: Layout, *, method: str = 
 
     ``smt2`` names a file that receives every z3 query as SMT-LIB2. With ``capture_smt2`` the
     SMT-LIB2 text of the z3 queries is kept in ``Proof.smt2_text`` when z3 decides (through a
-    private temporary file).
+    private temporary file; when ``auto`` chose z3, the queries are asked once more to write them).
     """
     if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms <= 0:
         raise LayoutError("--timeout-ms must be positive")
-    if not (capture_smt2 and smt2 is None and decided_by_z3(a, b, method)):
+    want_text = capture_smt2 and smt2 is None
+    if not (want_text and method == "z3"):
         res = compare(a, b, method=method, timeout_ms=timeout_ms, smt2=smt2)
-        return Proof(spec_a, spec_b, a, b, res, strict=strict, smt2=smt2)
+        if not (want_text and res.method.startswith("z3")):
+            return Proof(spec_a, spec_b, a, b, res, strict=strict, smt2=smt2)
+        # ``auto`` chose z3: ask the same z3 queries again, this time written out (z3 proofs only)
     with tempfile.TemporaryDirectory(prefix="layoutverify-smt2-") as d:
         path = os.path.join(d, "queries.smt2")
-        res = compare(a, b, method=method, timeout_ms=timeout_ms, smt2=path)
-        res.details.pop("smt2", None)
+        zres = compare(a, b, method="z3", timeout_ms=timeout_ms, smt2=path)
+        zres.details.pop("smt2", None)
+        if method == "z3":
+            res = zres
         text = None
         if os.path.exists(path):
             with open(path, encoding="utf-8") as fh:
@@ -146,8 +143,9 @@ def prove(spec_a: str, spec_b: str, *, shape=None, shape_b=None, method: str = "
 # -- analyze, show ------------------------------------------------------------------------------
 def analyze(spec_a: str, spec_b: str | None = None, *, shape=None, shared: str | None = None,
             element_bits: int = 16, timeout_ms: int = 10_000, triton_version: str | None = None,
-            warp_size: int | None = None) -> dict:
-    """The JSON of ``layoutverify analyze --json``: a conversion report for A -> B, or A's properties."""
+            warp_size: int | None = None) -> tuple[str, dict]:
+    """``(kind, fields)`` of ``layoutverify analyze --json``: ``("conversion", report)`` for A -> B,
+    ``("properties", {"layouts": {"A": ...}})`` for A alone."""
     from layoutverify.core.banks import element_bytes
     element_bytes(element_bits)
     if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms <= 0:
@@ -156,20 +154,34 @@ def analyze(spec_a: str, spec_b: str | None = None, *, shape=None, shared: str |
     a = load(spec_a, shape, **opts)
     b = load(spec_b, shape, **opts) if spec_b else None
     sh = load(shared, shape, **opts) if shared else None
+    return analyze_layouts(spec_a, spec_b, a, b, shared=sh, element_bits=element_bits, timeout_ms=timeout_ms)
+
+
+def analyze_layouts(spec_a: str, spec_b: str | None, a: Layout, b: Layout | None, *, shared: Layout | None = None,
+                    element_bits: int = 16, timeout_ms: int = 10_000) -> tuple[str, dict]:
+    """:func:`analyze` for parsed layouts."""
+    from layoutverify.core.banks import element_bytes
+    element_bytes(element_bits)
     if b is None:
         from layoutverify.core.properties import properties
-        return properties(a, element_bits=element_bits)
+        return "properties", {"layouts": {"A": properties_fields(properties(a, element_bits=element_bits))}}
     from layoutverify.core.conversion import analyze as analyze_conversion
-    return analyze_conversion(a, b, shared=sh, element_bits=element_bits, timeout_ms=timeout_ms).to_json()
+    rep = analyze_conversion(a, b, shared=shared, element_bits=element_bits, timeout_ms=timeout_ms)
+    return "conversion", {"a": spec_a, "b": spec_b, **jsonable(rep.to_json())}
+
+
+def properties_fields(p: dict) -> dict:
+    """A layout's properties as the ``properties`` document lists them (``kind`` -> ``layout_kind``)."""
+    return {("layout_kind" if k == "kind" else k): v for k, v in jsonable(p).items()}
 
 
 def show(spec: str, *, shape=None, triton_version: str | None = None, warp_size: int | None = None) -> dict:
-    """The JSON of ``layoutverify show --json`` (without ``--native``)."""
+    """The fields of ``layoutverify show --json``'s ``layout`` document (without ``--native``)."""
     fw, text = split_spec(spec)
     lay = adapter(fw).parse(text, shape=shape_of(shape),
                             **spec_options(spec, warp_size=warp_size, triton_version=triton_version))
-    return {"framework": fw, "layout": lay.normal_form(), "fingerprint": lay.fingerprint(),
-            "f2_linear": lay.is_f2_linear(), "kind": lay.kind}
+    return {"framework": fw, "spec": spec, "layout_kind": lay.kind, "layout": lay.normal_form(),
+            "fingerprint": lay.fingerprint(), "f2_linear": lay.is_f2_linear()}
 
 
 # -- grids as data -------------------------------------------------------------------------------
@@ -270,13 +282,14 @@ def jsonable(x):
 
 # -- errors as data ------------------------------------------------------------------------------
 def error_object(exc: BaseException, code: str | None = None) -> dict:
-    """``{"error": {"code", "message", "token"}}`` for a bad-input exception; the message is the
-    CLI's one-liner (without the ``layoutverify: error:`` prefix)."""
-    token = getattr(exc, "token", None) if isinstance(exc, ParseError) else None
-    if code is None:
-        code = {"ParseError": "parse_error", "UnsupportedError": "unsupported", "SizeLimitError": "size_limit",
-                "NotInvertibleError": "not_invertible", "NativeError": "native_error"}.get(type(exc).__name__,
-                                                                                             "bad_input")
+    """``{"error": {"code", "message", "token"}}`` for a bad-input exception: the CLI's codes
+    (:func:`layoutverify.apps.jsonout.error_code`) and one-line messages; ``column`` too for a
+    parse error that knows it."""
+    from layoutverify.apps import jsonout
     if isinstance(exc, RecursionError):
         return {"error": {"code": "bad_input", "message": "input nested too deeply", "token": None}}
-    return {"error": {"code": code, "message": str(exc), "token": token}}
+    err = {"code": code or jsonout.error_code(exc), "message": str(exc),
+           "token": getattr(exc, "token", None) if isinstance(exc, ParseError) else None}
+    if isinstance(exc, ParseError) and exc.column is not None:
+        err["column"] = exc.column
+    return {"error": err}

@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from layoutverify.apps import api
+from layoutverify.apps import api, jsonout
 
 from . import requests as rq
 from .metrics import Metrics
@@ -32,8 +32,8 @@ from .store import Store, canonical_json
 from .workers import (BadInput, Busy, JobFailed, Pool, WorkerCrashed, WorkerTimeout, deadline_for,
                       tool_version)
 
-#: version of the JSON shapes this service answers with
-SCHEMA = "layoutverify.service/1"
+#: version of the JSON documents this service answers with: the CLI's (docs/json-schema.md)
+SCHEMA = jsonout.SCHEMA
 
 
 @dataclass
@@ -91,7 +91,7 @@ class Service:
                                   "native code?); the service is still up") from None
         except BadInput as e:
             err = e.args[0]["error"]
-            raise rq.RequestError(400, err["code"], err["message"], err.get("token")) from None
+            raise rq.RequestError(400, err["code"], err["message"], err.get("token"), column=err.get("column")) from None
         except JobFailed as e:
             raise rq.RequestError(500, "internal", f"internal error ({e.args[0]})") from None
 
@@ -146,16 +146,19 @@ class Service:
         args = {"a": req.a, "b": req.b, "shape": req.shape, "shared": req.shared, "element_bits": req.element_bits,
                 "triton_version": req.triton_version, "warp_size": req.warp_size}
         got = await self.answer("analyze", args, timeout_ms=req.timeout_ms)
-        return {"schema": SCHEMA, "id": got["id"], **got["result"], "fingerprints": got["fingerprints"],
-                "tool_version": tool_version(), "cached": got["cached"]}
+        result = dict(got["result"])
+        kind = result.pop("document")
+        specs = {"a": req.a, "b": req.b} if kind == "conversion" else {}
+        return jsonout.document(kind, {"id": got["id"], **specs, **result, "fingerprints": got["fingerprints"],
+                                       "tool_version": tool_version(), "cached": got["cached"]})
 
     async def show(self, req: rq.ShowRequest) -> dict:
         rq.refuse_file_reference(req.spec, "spec")
         args = {"spec": req.spec, "shape": req.shape, "triton_version": req.triton_version,
                 "warp_size": req.warp_size}
         got = await self.answer("show", args)
-        return {"schema": SCHEMA, "id": got["id"], **got["result"], "fingerprints": got["fingerprints"],
-                "tool_version": tool_version(), "cached": got["cached"]}
+        return jsonout.document("layout", {"id": got["id"], "spec": req.spec, **got["result"],
+                                           "tool_version": tool_version(), "cached": got["cached"]})
 
     # -- corpus checks as jobs ------------------------------------------------------------------
     async def check(self, req: rq.CheckRequest) -> tuple[int, dict]:
@@ -173,8 +176,8 @@ class Service:
         try:
             await asyncio.wait_for(asyncio.shield(task), self.config.check_wait_s)
         except asyncio.TimeoutError:
-            return 202, {"schema": SCHEMA, "job": jid, "status": "running", "done": 0, "total": len(claims),
-                         "url": f"/v1/jobs/{jid}"}
+            return 202, jsonout.document("job", {"job": jid, "status": "running", "done": 0, "total": len(claims),
+                                                 "url": f"/v1/jobs/{jid}"})
         return 200, self.job_json(self.store.job_get(jid))
 
     async def _run_check(self, jid: str, claims: list[dict]) -> None:
@@ -213,8 +216,8 @@ class Service:
 
     @staticmethod
     def job_json(job: dict) -> dict:
-        out = {"schema": SCHEMA, "job": job["id"], "kind": job["kind"], "status": job["status"], "done": job["done"],
-               "total": job["total"]}
+        out = jsonout.document("job", {"job": job["id"], "job_kind": job["kind"], "status": job["status"],
+                                       "done": job["done"], "total": job["total"], "url": f"/v1/jobs/{job['id']}"})
         if job["result"] is not None:
             out.update(job["result"])
         if job["error"]:
@@ -235,8 +238,8 @@ def prove_json(got: dict, a: str, b: str, strict: bool) -> dict:
     code = api.PROVE_EXIT[res["verdict"]]
     if res["verdict"] == "equal_up_to_register_order" and strict:
         code = 1
-    return {"schema": SCHEMA, "id": got["id"], "a": a, "b": b, **res, "exit": code,
-            "fingerprints": got["fingerprints"], "tool_version": tool_version(), "cached": got["cached"]}
+    return jsonout.document("proof", {"id": got["id"], "a": a, "b": b, **res, "fingerprints": got["fingerprints"],
+                                      "tool_version": tool_version(), "exit": code, "cached": got["cached"]})
 
 
 def proof_text(d: dict) -> str:
@@ -318,20 +321,18 @@ def create_app(config: Config | None = None) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request, e: StarletteHTTPException):
         code = {404: "not_found", 405: "method_not_allowed"}.get(e.status_code, "http_error")
-        return JSONResponse({"error": {"code": code, "message": str(e.detail), "token": None}},
-                            status_code=e.status_code, headers=getattr(e, "headers", None))
+        return error_response(rq.RequestError(e.status_code, code, str(e.detail), headers=getattr(e, "headers", None)))
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request, e: RequestValidationError):
         err = (e.errors() or [{}])[0]
         loc = ".".join(str(x) for x in err.get("loc", ())[1:])
-        return JSONResponse({"error": {"code": "invalid_field", "message": f"field {loc!r}: {err.get('msg', 'invalid')}",
-                                       "token": loc or None}}, status_code=422)
+        return error_response(rq.RequestError(422, "invalid_field", f"field {loc!r}: {err.get('msg', 'invalid')}",
+                                              loc or None))
 
     @app.exception_handler(Exception)
     async def _bug(request, e: Exception):
-        return JSONResponse({"error": {"code": "internal", "message": f"internal error ({type(e).__name__})",
-                                       "token": None}}, status_code=500)
+        return error_response(rq.RequestError(500, "internal", f"internal error ({type(e).__name__})"))
 
     def require_token(request: Request) -> None:
         if not service.authorized(request):
@@ -395,7 +396,7 @@ def create_app(config: Config | None = None) -> FastAPI:
         if not (1 <= limit <= 1000):
             raise rq.RequestError(422, "invalid_field", "field 'limit': must be between 1 and 1000", "limit")
         rows = service.store.by_fingerprint(fingerprint, limit)
-        return {"schema": SCHEMA, "fingerprint": fingerprint, "results": [stored_json(r) for r in rows]}
+        return jsonout.document("results", {"fingerprint": fingerprint, "results": [stored_json(r) for r in rows]})
 
     @app.get("/healthz", tags=["service"])
     async def healthz():
@@ -419,10 +420,14 @@ def create_app(config: Config | None = None) -> FastAPI:
 
 def stored_json(row: dict) -> dict:
     """A stored result as ``GET /v1/results/{id}`` returns it."""
-    out = {"schema": SCHEMA, "id": row["id"], "kind": row["kind"], "request": row["request"], **row["result"],
-           "fingerprints": {"a": row["fp_a"], "b": row["fp_b"]}, "options": row["options"],
-           "tool_version": row["tool_version"], "created": row["created"], "cached": True}
+    result = dict(row["result"])
+    kind = {"prove": "proof", "show": "layout"}.get(row["kind"]) or result.pop("document", row["kind"])
+    fields = {"id": row["id"], "request": row["request"]}
     if row["kind"] == "prove":
-        out["a"], out["b"] = row["request"].get("a"), row["request"].get("b")
-        out["exit"] = api.PROVE_EXIT.get(row["result"].get("verdict"), 3)
-    return out
+        fields.update(a=row["request"].get("a"), b=row["request"].get("b"))
+    fields.update(result)
+    fields.update(fingerprints={"a": row["fp_a"], "b": row["fp_b"]}, options=row["options"],
+                  tool_version=row["tool_version"], created=row["created"], cached=True)
+    if row["kind"] == "prove":
+        fields["exit"] = api.PROVE_EXIT.get(result.get("verdict"), 3)
+    return jsonout.document(kind, fields)

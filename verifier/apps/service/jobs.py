@@ -58,16 +58,10 @@ def analyze(args: dict, store) -> dict:
     hit = _lookup(store, "analyze", fps["a"], fps["b"], options)
     if hit:
         return {**hit, "fingerprints": fps}
-    from layoutverify.core.banks import element_bytes
-    element_bytes(options["element_bits"])
-    if b is None:
-        from layoutverify.core.properties import properties
-        result = properties(a, element_bits=options["element_bits"])
-    else:
-        from layoutverify.core.conversion import analyze as analyze_conversion
-        result = analyze_conversion(a, b, shared=shared, element_bits=options["element_bits"],
-                                    timeout_ms=args.get("timeout_ms", 10_000)).to_json()
-    result = api.jsonable(result)
+    kind, result = api.analyze_layouts(args["a"], args.get("b"), a, b, shared=shared,
+                                       element_bits=options["element_bits"], timeout_ms=args.get("timeout_ms", 10_000))
+    result = {k: v for k, v in result.items() if k not in ("a", "b")}
+    result = {"document": kind, **result}
     return {"kind": "analyze", "fingerprints": fps, "options": options, "result": result,
             "verdict": result.get("mechanism"), "smt2": None, "cacheable": True}
 
@@ -79,7 +73,8 @@ def show(args: dict, store) -> dict:
     hit = _lookup(store, "show", fps["a"], "", options)
     if hit:
         return {**hit, "fingerprints": fps}
-    return {"kind": "show", "fingerprints": fps, "options": options, "result": api.jsonable(result),
+    result = {k: v for k, v in api.jsonable(result).items() if k != "spec"}
+    return {"kind": "show", "fingerprints": fps, "options": options, "result": result,
             "verdict": None, "smt2": None, "cacheable": True}
 
 

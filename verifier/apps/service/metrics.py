@@ -13,7 +13,7 @@ BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
 #: paths reported as themselves; anything else under a known prefix is folded into its template
 _TEMPLATES = (("/v1/results/", "/v1/results/{id}"), ("/v1/jobs/", "/v1/jobs/{id}"), ("/r/", "/r/{id}"),
               ("/mcp", "/mcp"), ("/docs", "/docs"))
-_PLAIN = {"/", "/healthz", "/metrics", "/openapi.json", "/v1/prove", "/v1/analyze", "/v1/show", "/v1/check",
+_PLAIN = {"/", "/prove", "/healthz", "/metrics", "/openapi.json", "/v1/prove", "/v1/analyze", "/v1/show", "/v1/check",
           "/v1/results"}
 
 

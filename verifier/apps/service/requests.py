@@ -27,13 +27,17 @@ Shape = Union[str, list[int], None]
 class RequestError(Exception):
     """A request the service refuses: HTTP ``status`` with ``{"error": {"code", "message", "token"}}``."""
 
-    def __init__(self, status: int, code: str, message: str, token: str | None = None, headers: dict | None = None):
+    def __init__(self, status: int, code: str, message: str, token: str | None = None, headers: dict | None = None,
+                 column: int | None = None):
         super().__init__(message)
-        self.status, self.code, self.message, self.token = status, code, message, token
+        self.status, self.code, self.message, self.token, self.column = status, code, message, token, column
         self.headers = headers or {}
 
     def body(self) -> dict:
-        return {"error": {"code": self.code, "message": self.message, "token": self.token}}
+        """The CLI's ``error`` document (``layoutverify/1``), ``token`` always present."""
+        from layoutverify.apps.jsonout import document
+        return document("error", {"error": {"code": self.code, "message": self.message, "token": self.token,
+                                            **({"column": self.column} if self.column is not None else {})}})
 
 
 class _Body(BaseModel):
