@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import importlib
 import re
+import threading
+from collections import OrderedDict
 
 from layoutverify.core.errors import LayoutError
 
@@ -77,10 +79,55 @@ def adapter(framework: str):
         raise
 
 
+#: Parsed layouts kept by :func:`parse_spec` (least recently used dropped first).
+PARSE_CACHE_SIZE = 4096
+#: Layouts with more hardware locations than this are not cached (their parse is cheap next
+#: to proving anything about them, and they may carry large derived tables).
+PARSE_CACHE_MAX_LOCATIONS = 1 << 16
+_PARSE_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
+_CACHE_STATS = {"hits": 0, "misses": 0}
+_CACHE_LOCK = threading.Lock()
+
+
+def _cache_key(fw: str, text: str, shape, options: dict):
+    try:
+        key = (fw, text, None if shape is None else tuple(int(s) for s in shape),
+               tuple(sorted(options.items())))
+        hash(key)
+    except (TypeError, ValueError):
+        return None  # unhashable or odd options: parse without the cache
+    return key
+
+
 def parse_spec(spec: str, shape=None, **options):
-    """Parse ``FRAMEWORK:TEXT`` into a canonical layout."""
+    """Parse ``FRAMEWORK:TEXT`` into a canonical layout.
+
+    Results are cached by (framework, text, shape, options): layouts are immutable, so one
+    object can serve every caller; ``@FILE`` specs are keyed by the file's text, so an edited
+    file is parsed again. Errors are not cached.
+    """
     fw, text = split_spec(spec)
-    return adapter(fw).parse(text, shape=shape, **options)
+    key = _cache_key(fw, text, shape, options)
+    if key is not None:
+        with _CACHE_LOCK:
+            hit = _PARSE_CACHE.get(key)
+            if hit is not None:
+                _PARSE_CACHE.move_to_end(key)
+                _CACHE_STATS["hits"] += 1
+                return hit
+            _CACHE_STATS["misses"] += 1
+    lay = adapter(fw).parse(text, shape=shape, **options)
+    if key is not None and lay.in_size() <= PARSE_CACHE_MAX_LOCATIONS:
+        with _CACHE_LOCK:
+            _PARSE_CACHE[key] = lay
+            if len(_PARSE_CACHE) > PARSE_CACHE_SIZE:
+                _PARSE_CACHE.popitem(last=False)
+    return lay
+
+
+def clear_parse_cache() -> None:
+    with _CACHE_LOCK:
+        _PARSE_CACHE.clear()
 
 
 def parse_shape(text: str | None):

@@ -1,0 +1,39 @@
+"""The parse cache of the adapter registry, and the immutability that makes it safe."""
+from __future__ import annotations
+
+import pytest
+
+from layoutverify import adapters
+from layoutverify.core.errors import LayoutError
+
+BLOCKED = "triton:#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"
+
+
+def test_same_text_shape_and_options_give_one_object():
+    a = adapters.parse_spec(BLOCKED, shape=(64, 64))
+    assert adapters.parse_spec(BLOCKED, shape=[64, 64]) is a
+    assert adapters.parse_spec(BLOCKED, shape=(128, 64)) is not a
+    assert adapters.parse_spec(BLOCKED, shape=(64, 64), triton_version="3.6") is not a
+
+
+def test_cached_layouts_are_immutable():
+    a = adapters.parse_spec(BLOCKED, shape=(64, 64))
+    _ = a.exprs  # built lazily once, then fixed
+    for attr in ("in_dims", "out_dims", "_exprs"):
+        with pytest.raises(AttributeError, match="immutable"):
+            setattr(a, attr, ())
+
+
+def test_file_specs_are_keyed_by_content(tmp_path):
+    f = tmp_path / "l.txt"
+    f.write_text("(4,8):(8,1)")
+    a = adapters.parse_spec(f"cute:@{f}")
+    f.write_text("(4,8):(1,4)")
+    b = adapters.parse_spec(f"cute:@{f}")
+    assert a.table().tolist() != b.table().tolist()
+
+
+def test_errors_are_not_cached():
+    for _ in range(2):
+        with pytest.raises(LayoutError):
+            adapters.parse_spec("triton:#ttg.blocked<{sizePerThread = [1, 4]}>", shape=(64, 64))
