@@ -49,6 +49,19 @@ def _load(spec: str, shape, options: dict):
     return parse_spec(spec, shape=shape, **options)
 
 
+_PROVERS: dict = {}
+
+
+def _prover(timeout_ms: int):
+    """This process's batch prover (:class:`layoutverify.core.batch.Prover`) for a time limit:
+    claims that repeat a pair of layouts (by canonical form) are proved once."""
+    p = _PROVERS.get(timeout_ms)
+    if p is None:
+        from layoutverify.core.batch import Prover
+        p = _PROVERS[timeout_ms] = Prover(timeout_ms=timeout_ms)
+    return p
+
+
 def _conversion(a, b, timeout_ms: int):
     """(class, witness, method, reason) of the conversion a -> b (:func:`layoutverify.core.conversion.analyze`)."""
     from layoutverify.core.conversion import analyze
@@ -72,8 +85,7 @@ def check_claim(claim: Claim) -> Outcome:
         if claim.kind == "conversion":
             got, witness, method, reason = _conversion(a, b, claim.timeout_ms)
         else:
-            from layoutverify.core.compare import compare
-            res = compare(a, b, timeout_ms=claim.timeout_ms)
+            res = _prover(claim.timeout_ms).prove(a, b)
             got, witness, method, reason = res.verdict, res.witness, res.method, res.reason
     except LayoutError as e:
         dt = time.perf_counter() - t0

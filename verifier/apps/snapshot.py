@@ -235,7 +235,8 @@ def common_count(old: dict, new: dict) -> int:
 
 def diff(old: dict, new: dict, timeout_ms: int = 20_000) -> list[Change]:
     """Semantic differences between two golden documents, matched by key, sorted by name."""
-    from layoutverify.core.compare import compare
+    from layoutverify.core.batch import Prover
+    prover = Prover(timeout_ms=timeout_ms)
     a, b = keyed(old), keyed(new)
     out: list[Change] = []
     for key in set(a) | set(b):
@@ -251,7 +252,7 @@ def diff(old: dict, new: dict, timeout_ms: int = 20_000) -> list[Change]:
         if ea.get("fingerprint") == eb.get("fingerprint") and ea.get("normal_form") == eb.get("normal_form"):
             continue
         la, lb = _layout(ea, name_a, "old"), _layout(eb, name, "new")
-        res = compare(la, lb, timeout_ms=timeout_ms)
+        res = prover.prove(la, lb)
         if res.verdict == "equal":
             # same layout, another fingerprint (e.g. a different but equivalent normal form)
             continue
