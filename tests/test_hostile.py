@@ -737,3 +737,204 @@ def test_read_only_file_refused(tmp_path):
     p.write_text("{}")
     p.chmod(0o444)
     refused(["check", "x", "--json", str(p)], "denied")
+
+
+# ------------------------------------------------------------------------------------------------
+# Memory and time: inputs that would allocate gigabytes or run for hours, as real processes under
+# an address-space limit. Refused (2) or answered (0/1/3) within the limits, never killed.
+BIG_BLOCKED = blocked(spt="[8, 8]", tpw="[4, 8]", wpc="[32, 32]")
+MEMORY_CASES = [
+    ["show", "cute:tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (100000,100000,1), C)"],
+    ["show", "cute:tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (1024,1024,1), C)"],
+    ["show", "cute:(65536,65536):(1,65536)"],
+    ["show", "cute:(65536,65536):(65536,1)", "--max-cells", "999999999999"],
+    ["show", f"triton:tensor<65536x65536xf16, {BLOCKED}>"],
+    ["show", f"triton:tensor<65536x65536xf16, {BLOCKED}>", "--max-cells", "4294967296"],
+    ["prove", f"triton:tensor<65536x65536xf16, {BLOCKED}>", f"triton:tensor<65536x65536xf16, {BIG_BLOCKED}>",
+     "--method", "table"],
+    ["prove", "cute:(65536,65536):(1,65536)", "cute:(65536,65536):(65536,1)", "--method", "table"],
+    ["prove", "cute:(65536,65536):(1,65536)", "cute:(65536,65536):(65536,1)", "--timeout-ms", "2000"],
+    ["analyze", f"triton:tensor<65536x65536xf16, {BLOCKED}>", f"triton:tensor<65536x65536xf16, {BIG_BLOCKED}>",
+     "--timeout-ms", "2000"],
+    ["analyze", "cute:(65536,65536):(1,65536)"],
+    ["show", "tilus:local(65536, 65536).spatial(8, 4)"],
+    ["show", "iree:" + IREE.replace("batch_tile = [1, 1]", "batch_tile = [4096, 4096]")],
+    ["show", "cute:make_layout((65536,65536,65536), LayoutRight)"],
+    ["show", "cute:raked_product((65536,65536):(1,65536), (65536,65536):(1,65536))"],
+]
+
+
+@pytest.mark.parametrize("argv", MEMORY_CASES, ids=[f"mem-{i}" for i in range(len(MEMORY_CASES))])
+def test_memory_and_time_bounded(argv):
+    t0 = time.monotonic()
+    rc, out, err = run_subprocess(argv)
+    assert_clean(rc, err, argv)
+    assert time.monotonic() - t0 < SUBPROCESS_LIMIT_S
+
+
+#: deep nesting read from a file (too long for argv), per adapter
+DEEP_FILE_TEXTS = {
+    "triton": "#ttg.slice<{dim = 0, parent = " * 20000 + BLOCKED + "}>" * 20000,
+    "cute": "(" * 200000 + "4" + ")" * 200000 + ":1",
+    "tilus": "local(2, 1)" + ".local(1, 1)" * 100000,
+    "tilus-parens": "local(" + "(" * 200000 + "2" + ")" * 200000 + ", 1)",
+    "tilus-unary": "local(" + "-" * 500000 + "2, 1)",
+    "iree": IREE.replace("[16, 4]", "[" * 200000 + "]" * 200000),
+    "ptx": "mma." * 200000 + "A",
+    "amd": "v_mfma_f32_32x32x8_f16" + ".C" * 200000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP_FILE_TEXTS))
+def test_deep_nesting_from_file(tmp_path, name):
+    p = tmp_path / "deep.txt"
+    p.write_text(DEEP_FILE_TEXTS[name])
+    fw = name.split("-")[0]
+    refused(["show", f"{fw}:@{p}", "--no-grid", "--shape", "64x64"] if fw == "triton"
+            else ["show", f"{fw}:@{p}", "--no-grid"], subprocess_=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Generated: mutations of valid texts, per adapter and per file format (fixed seed: reproducible)
+UNICODE_DIGITS = [FULLWIDTH_4, ARABIC_3, DEVANAGARI_8, "\u00b2", "\u2163", "\U0001d7dc"]   # ４ ٣ ८ ² Ⅳ 𝟜
+NUMBER_SWAPS = ["0", "-1", "-0", BIG, HUGE, str(2 ** 31), str(2 ** 32 + 1), "9" * 400, "1" + "0" * 30,
+                "00004", "0x10", "1e9", "1.5", "+4"]
+JUNK = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8)
+
+
+@st.composite
+def mutated(draw, text: str) -> str:
+    """``text`` after one to three random edits of the kinds that break parsers."""
+    for _ in range(draw(st.integers(1, 3))):
+        n = len(text)
+        i = draw(st.integers(0, n))
+        j = draw(st.integers(i, min(n, i + 12)))
+        kind = draw(st.sampled_from(["truncate", "duplicate", "number", "unicode_digit", "nest", "junk", "delete",
+                                     "bytes", "repeat"]))
+        if kind == "truncate":
+            text = text[:i]
+        elif kind == "duplicate":
+            text = text[:j] + text[i:j] + text[j:]
+        elif kind == "number":
+            runs = [m.span() for m in re.finditer(r"[0-9]+", text)]
+            if runs:
+                a, b = draw(st.sampled_from(runs))
+                text = text[:a] + draw(st.sampled_from(NUMBER_SWAPS)) + text[b:]
+        elif kind == "unicode_digit":
+            runs = [m.start() for m in re.finditer(r"[0-9]", text)]
+            if runs:
+                a = draw(st.sampled_from(runs))
+                text = text[:a] + draw(st.sampled_from(UNICODE_DIGITS)) + text[a + 1:]
+        elif kind == "nest":
+            depth = draw(st.sampled_from([50, 101, 1000, 20000]))
+            opener, closer = draw(st.sampled_from(["()", "[]", "{}", "<>"]))
+            text = text[:i] + opener * depth + text[i:j] + closer * draw(st.sampled_from([0, depth])) + text[j:]
+        elif kind == "junk":
+            text = text[:i] + draw(JUNK) + text[i:]
+        elif kind == "delete":
+            text = text[:i] + text[j:]
+        elif kind == "bytes":
+            raw = draw(st.binary(min_size=1, max_size=8))
+            text = text[:i] + raw.decode("latin-1") + text[i:]
+        elif kind == "repeat":
+            text = text[:i] + text[i:j] * draw(st.sampled_from([2, 100, 5000])) + text[j:]
+    return text
+
+
+FUZZ = settings(max_examples=60, derandomize=True, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.function_scoped_fixture])
+
+
+@pytest.mark.parametrize("fw", sorted(SEEDS))
+def test_generated_text(fw):
+    seeds = SEEDS[fw]
+
+    @FUZZ
+    @given(data=st.data())
+    def check(data):
+        text, shape = data.draw(st.sampled_from(seeds))
+        text = data.draw(mutated(text))
+        argv = show(fw, text, shape)
+        rc, out, err = run_in_process(argv)
+        assert_clean(rc, err, argv)
+
+    check()
+
+
+@pytest.mark.parametrize("fw", ["cute", "tilus", "ptx"])
+def test_generated_spec_without_prefix(fw):
+    """Texts without ``FRAMEWORK:`` go through the framework guesser first."""
+    seeds = SEEDS[fw]
+
+    @FUZZ
+    @given(data=st.data())
+    def check(data):
+        text = data.draw(mutated(data.draw(st.sampled_from(seeds))[0]))
+        argv = ["show", text, "--no-grid"]
+        rc, out, err = run_in_process(argv)
+        assert_clean(rc, err, argv)
+
+    check()
+
+
+CORPUS_SEED = (
+    '[defaults]\nshape = [16, 16]\n\n'
+    '[[claim]]\nname = "blocked"\n'
+    'a = "triton:#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [1, 1], '
+    'order = [1, 0]}>"\n'
+    'b = "triton:#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [1, 1], '
+    'order = [1, 0]}>"\n'
+    'expect = "equal"\ntags = ["x"]\ntimeout_ms = 2000\noptions = { warp_size = 32 }\n\n'
+    '[[layout]]\nname = "l"\nspec = "cute:(4,8):(8,1)"\nshape = [4, 8]\n')
+
+
+def test_generated_corpus(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text(CORPUS_SEED)
+    accepted(["check", str(p), "-j", "1"])
+
+    @FUZZ
+    @given(text=mutated(CORPUS_SEED))
+    def check(text):
+        p.write_text(text, encoding="utf-8", errors="surrogatepass")
+        argv = ["check", str(p), "-j", "1"]
+        rc, out, err = run_in_process(argv)
+        assert_clean(rc, err, argv)
+
+    check()
+
+
+def test_generated_golden(tmp_path, files):
+    seed = open(files["valid_golden"], encoding="utf-8").read()
+    p = tmp_path / "g.json"
+
+    @FUZZ
+    @given(text=mutated(seed))
+    def check(text):
+        p.write_text(text, encoding="utf-8", errors="surrogatepass")
+        for argv in (["diff", files["valid_golden"], str(p), "--timeout-ms", "2000"],
+                     ["diff", str(p), files["valid_golden"], "--timeout-ms", "2000"]):
+            rc, out, err = run_in_process(argv)
+            assert_clean(rc, err, argv)
+
+    check()
+
+
+def test_generated_atlas_corpus(tmp_path):
+    seed = ('[[claim]]\nname = "a"\na = "ptx:mma.m16n8k16.f16.A"\n'
+            'b = "cute:SM80_16x8x16_F32F16F16F32_TN.A"\nexpect = "equal"\nfragment = "mma.m16n8k16.f16.A"\n\n'
+            '[[inexpressible]]\nfragment = "ldmatrix.x4"\nframework = "iree"\nnote = "n"\n')
+    p = tmp_path / "atlas.toml"
+    p.write_text(seed)
+    accepted(["atlas", "--corpus", str(p), "-j", "1"])
+
+    @settings(FUZZ, max_examples=25)
+    @given(text=mutated(seed))
+    def check(text):
+        p.write_text(text, encoding="utf-8", errors="surrogatepass")
+        argv = ["atlas", "--corpus", str(p), "-j", "1"]
+        rc, out, err = run_in_process(argv)
+        assert_clean(rc, err, argv)
+
+    check()

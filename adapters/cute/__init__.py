@@ -109,9 +109,9 @@ def _is_shape(v) -> bool:
 
 
 _SPEC_WORDS = re.compile(
-    r"^(SM\d|logical_|blocked_|raked_|zipped_|tiled_|flat_|coalesce|composition|complement|right_inverse|"
+    r"^(SM[0-9]|logical_|blocked_|raked_|zipped_|tiled_|flat_|coalesce|composition|complement|right_inverse|"
     r"left_inverse|make_layout|make_swizzle|tiled_mma|mma_atom|copy_atom|tile_to_shape|make_tile|filter|get<|upcast<|"
-    r"downcast<|\d)")
+    r"downcast<|[0-9])")
 
 
 def looks_like(text: str) -> bool:

@@ -185,7 +185,7 @@ def _parse_mma(cur: _Cursor) -> Fragment:
         raise cur.error("mma needs a shape", None, shapes)
     shape = shape_tok.low
     if shape not in shapes:
-        if re.fullmatch(r"m\d+n\d+k\d+", shape):
+        if re.fullmatch(r"m[0-9]+n[0-9]+k[0-9]+", shape):
             raise cur.error("the PTX ISA defines no mma fragments of this shape", shape_tok, shapes)
         raise cur.error("expected an mma shape", shape_tok, shapes)
     layout_toks = []
@@ -250,7 +250,7 @@ def _parse_wgmma(cur: _Cursor) -> Fragment:
     shape_tok = cur.take()
     if shape_tok is None:
         raise cur.error("wgmma needs a shape m64nNkK", None)
-    m = re.fullmatch(r"m(\d+)n(\d+)k(\d+)", shape_tok.low)
+    m = re.fullmatch(r"m([0-9]+)n([0-9]+)k([0-9]+)", shape_tok.low)
     if not m:
         raise cur.error("expected a wgmma shape m64nNkK (e.g. m64n128k16)", shape_tok,
                         ["m64n128k16", "m64n64k16", "m64n128k8", "m64n128k32"])
@@ -317,7 +317,7 @@ def _parse_tcgen05(cur: _Cursor) -> Fragment:
 def _parse_ldmatrix(cur: _Cursor, op: str, shape) -> Fragment:
     cur.skip("sync", "aligned")
     t = cur.peek()
-    if t is not None and re.fullmatch(r"m\d+n\d+", t.low):
+    if t is not None and re.fullmatch(r"m[0-9]+n[0-9]+", t.low):
         if t.low != "m8n8":
             raise UnsupportedError(f"{op}.{t.text} (8-bit and sub-byte matrices) is not modelled; only .m8n8 .b16")
         cur.take()

@@ -132,7 +132,7 @@ class _Lexer:
                 raise ParseError("unterminated string", self.text, self.col(p), t[p:p + 12])
             self.pos = q + 1
             return Token("string", "".join(out), p, self.pos, t[p:self.pos])
-        if c == "-" or c.isdigit():
+        if c == "-" or "0" <= c <= "9":
             q = p + 1 if c == "-" else p
             m = _INT.match(t, q)
             if not m:

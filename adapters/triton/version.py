@@ -20,7 +20,7 @@ SUPPORTED = ("3.6", "3.7", "3.8", "3.9")
 NEWEST = SUPPORTED[-1]
 OPTION = "triton_version"
 
-_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:[.+-].*)?$")
+_VERSION_RE = re.compile(r"^v?([0-9]+)\.([0-9]+)(?:\.[0-9]+)?(?:[.+-].*)?$")
 
 
 def _major_minor(text: str) -> tuple[int, int] | None:

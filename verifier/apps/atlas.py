@@ -373,7 +373,7 @@ def tilus_instruction_layout(ref: str):
         elif kind in ("ldmatrix", "stmatrix"):
             from tilus.ir.layout.cuda import ldmatrix as L
             nbytes, _, trans = rest.partition(":")
-            if not nbytes.isdigit() or trans not in ("true", "false"):
+            if not (nbytes.isascii() and nbytes.isdigit()) or trans not in ("true", "false"):
                 raise LayoutError(f"tilus native reference {ref!r}: write {kind}:NBYTES:true|false")
             configs = (L.LoadMatrixConfig if kind == "ldmatrix" else L.StoreMatrixConfig).all()
             found = [c for c in configs if c.nbytes == int(nbytes) and c.trans == (trans == "true")]
@@ -383,7 +383,7 @@ def tilus_instruction_layout(ref: str):
         elif kind == "wgmma":
             from tilus.ir.layout.inference.inference_rules.wgmma import generate_wgmma_register_layout
             parts = rest.split(",")
-            if len(parts) != 5 or not all(p.strip().isdigit() for p in parts):
+            if len(parts) != 5 or not all((p.strip().isascii() and p.strip().isdigit()) for p in parts):
                 raise LayoutError(f"tilus native reference {ref!r}: write wgmma:M,N,INST_M,INST_N,INST_K")
             lay = generate_wgmma_register_layout(*(int(p) for p in parts))
         else:
