@@ -49,9 +49,9 @@ def _arch_of(word: str) -> str | None:
            "gfx950": "cdna4"}
     if w in gfx:
         return gfx[w]
-    if re.fullmatch(r"gfx11\d\d|gfx11", w):
+    if re.fullmatch(r"gfx11[0-9][0-9]|gfx11", w):
         return "rdna3"
-    if re.fullmatch(r"gfx12\d\d|gfx12", w):
+    if re.fullmatch(r"gfx12[0-9][0-9]|gfx12", w):
         return "rdna4"
     return None
 
@@ -60,7 +60,7 @@ def _mfma_names() -> list[str]:
     return [f"{n}.{op}" for n in _cdna.MFMA for op in ("A", "B", "C")]
 
 
-_SPEC_START = re.compile(r"((cdna\d|rdna\d|gfx[0-9a-z]+)\.)?(v_)?(mfma|wmma|smfmac|swmmac)")
+_SPEC_START = re.compile(r"((cdna[0-9]|rdna[0-9]|gfx[0-9a-z]+)\.)?(v_)?(mfma|wmma|smfmac|swmmac)")
 
 
 def looks_like(text: str) -> bool:

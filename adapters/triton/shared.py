@@ -100,7 +100,7 @@ def element_bits(type_name: str) -> int | None:
         return 16 if low == "bf16" else 32
     if low.startswith(("f8", "fp8")):
         return 8
-    m = re.fullmatch(r"(?:i|u|si|ui|f)(\d+)", low)
+    m = re.fullmatch(r"(?:i|u|si|ui|f)([0-9]+)", low)
     if not m:
         return None
     return max(8, int(m.group(1))) if low in ("i1", "u1") else int(m.group(1))   # i1 is stored as a byte
