@@ -9,7 +9,10 @@ Accepted text (``amd:`` layouts); tokens are separated by ``.`` and matched case
                    WMMA, whose layouts differ between RDNA3 and RDNA4.
         MNEMONIC = as in AMD's ISA guides, with or without ``v_``: v_mfma_f32_32x32x8_f16,
                    v_mfma_f32_32x32x8f16 (CDNA1/2 spelling), v_mfma_f64_16x16x4_f64,
-                   v_mfma_f32_4x4x4_16b_f16, v_wmma_f32_16x16x16_f16, ...
+                   v_mfma_f32_4x4x4_16b_f16, v_wmma_f32_16x16x16_f16, CDNA4's
+                   v_mfma_f32_16x16x128_f8f6f4 / v_mfma_scale_f32_32x32x64_f8f6f4, and the sparse
+                   CDNA3 v_smfmac_* and RDNA4 v_swmmac_* (their A fragment is the packed M x K/2
+                   matrix of non-zero values; the compression indices are not modelled)
         wave     = wave32 (WMMA default) | wave64 (MFMA is always wave64)
         OPERAND  = A (M x K) | B (K x N) | C or D (M x N)
       e.g. amd:v_mfma_f32_32x32x8_f16.A   amd:v_mfma_f32_16x16x16_f16.C
@@ -111,7 +114,7 @@ def fragment(text: str) -> Fragment:
         raise error("unexpected token after the operand", text, toks[i + 1])
     operand = _OPERANDS[op_tok.low]
 
-    if mnemonic.startswith("v_mfma_"):
+    if mnemonic.startswith(_cdna.PREFIXES):
         inst = _cdna.MFMA.get(mnemonic)
         if inst is None:
             raise error("unknown MFMA instruction", text, mn_tok, _cdna.MFMA)
@@ -122,10 +125,9 @@ def fragment(text: str) -> Fragment:
         if wave == 32:
             raise error("MFMA runs in wave64 only", text, wave_tok)
         return _cdna.fragment(inst, operand)
-    if mnemonic.startswith(_cdna.SPARSE_PREFIXES) or mnemonic.startswith("v_swmmac_"):
-        raise UnsupportedError(f"{mn_tok.text}: sparse (structured-sparsity) instructions have a compressed A "
-                               "operand and are not modelled")
-    if mnemonic.startswith("v_wmma_"):
+    if mnemonic.startswith(("v_wmma_", "v_swmmac_")):
+        if arch is None and mnemonic.startswith("v_swmmac_"):
+            arch = "rdna4"                     # SWMMAC exists on RDNA4 only
         if arch is None:
             raise error(f"{mn_tok.text} has different layouts on RDNA3 and RDNA4; write rdna3.{mn_tok.text} or "
                         f"rdna4.{mn_tok.text}", text, mn_tok)
@@ -137,7 +139,7 @@ def fragment(text: str) -> Fragment:
                             ["rdna3", "rdna4"])
             raise error(f"unknown {arch} WMMA instruction", text, mn_tok, choices)
         return _rdna.fragment(inst, operand, wave or 32)
-    raise error("expected a v_mfma_* or v_wmma_* instruction", text, mn_tok,
+    raise error("expected a v_mfma_*, v_smfmac_*, v_wmma_* or v_swmmac_* instruction", text, mn_tok,
                 list(_cdna.MFMA) + sorted({mn for (_, mn) in _rdna.WMMA}))
 
 

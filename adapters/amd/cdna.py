@@ -30,9 +30,22 @@ the BLGP, CBSZ and ABID modifiers are taken as 0):
 increasing VGPR and bit order. Multi-block instructions (``_2b``, ``_4b``, ``_16b``) compute B
 independent products; their logical tensor is ``(block, row, col)``.
 
-CDNA4 (gfx950) adds ``v_mfma_f32_32x32x16_{f16,bf16}`` and ``v_mfma_f32_16x16x32_{f16,bf16}``,
-which the calculator 1.3.2 does not list; they are registered with the same CDNA rule (and the
-tests compare them with Triton's gfx950 MFMA layouts).
+CDNA4 (gfx950) adds ``v_mfma_f32_32x32x16_{f16,bf16}``, ``v_mfma_f32_16x16x32_{f16,bf16}``,
+``v_mfma_i32_32x32x32_i8``, ``v_mfma_i32_16x16x64_i8`` and the f8f6f4 family
+``v_mfma_f32_{16x16x128,32x32x64}_f8f6f4`` and ``v_mfma_scale_f32_{16x16x128,32x32x64}_f8f6f4``
+(A and B of any of fp8/bf8/fp6/bf6/fp4, chosen by CBSZ/BLGP; the scale variant adds one E8M0
+scale per lane and 32 values of K, which does not move the values). The calculator 1.3.2 does not
+list CDNA4; these are registered with the same CDNA rule, counting *values* (an f8f6f4 lane holds
+32 values of K whatever their width: 8, 6 or 4 bits), which is the CDNA4 ISA's "32 K values per
+lane, lanes ``16 * (k // 32) + i``" for 16x16x128 and Triton's gfx950 layouts (the tests compare
+them).
+
+**Sparse** ``v_smfmac_*`` (CDNA3; AMD calls them 4:2 structured sparsity): A is stored compressed,
+``M x K/2`` non-zero values, two for every four of K; its dense position comes from the
+compression indices in SrcC (not modelled). The calculator places the packed A exactly as the
+dense rule of an ``M x N x K/2`` instruction (lane ``l`` value ``e``: ``k/2 = (l // M) * E + e``),
+and B (dense, ``K x N``) and D by the dense rule; the fragment ``v_smfmac_*.A`` is therefore the
+``M x K/2`` packed matrix.
 """
 from __future__ import annotations
 
@@ -42,7 +55,8 @@ from ..ptx.fragment import Fragment
 
 CALC = "AMD Matrix Instruction Calculator 1.3.2 (gfx9 register rule)"
 
-BITS = {"f32": 32, "xf32": 32, "f16": 16, "bf16": 16, "i8": 8, "fp8": 8, "bf8": 8, "f64": 64, "i32": 32}
+BITS = {"f32": 32, "xf32": 32, "f16": 16, "bf16": 16, "i8": 8, "fp8": 8, "bf8": 8, "f64": 64, "i32": 32,
+        "f8f6f4": 8}
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,12 @@ class Mfma:
     in_type: str
     out_type: str
     source: str = CALC
+    sparse: bool = False       #: smfmac: A is the packed M x K/2 matrix of non-zeros
+
+    @property
+    def a_cols(self) -> int:
+        """Columns of the A fragment: K, or K/2 for the packed A of a sparse instruction."""
+        return self.k // 2 if self.sparse else self.k
 
 
 def _table() -> dict[str, Mfma]:
@@ -125,20 +145,38 @@ def _table() -> dict[str, Mfma]:
     for t in ("f16", "bf16"):
         out[f"v_mfma_f32_32x32x16_{t}"] = Mfma(f"v_mfma_f32_32x32x16_{t}", c4, 32, 32, 16, 1, t, "f32", cdna4)
         out[f"v_mfma_f32_16x16x32_{t}"] = Mfma(f"v_mfma_f32_16x16x32_{t}", c4, 16, 16, 32, 1, t, "f32", cdna4)
+    out["v_mfma_i32_32x32x32_i8"] = Mfma("v_mfma_i32_32x32x32_i8", c4, 32, 32, 32, 1, "i8", "i32", cdna4)
+    out["v_mfma_i32_16x16x64_i8"] = Mfma("v_mfma_i32_16x16x64_i8", c4, 16, 16, 64, 1, "i8", "i32", cdna4)
+    for pre in ("v_mfma_f32", "v_mfma_scale_f32"):
+        for (m, k) in ((16, 128), (32, 64)):
+            name = f"{pre}_{m}x{m}x{k}_f8f6f4"
+            out[name] = Mfma(name, c4, m, m, k, 1, "f8f6f4", "f32", cdna4)
+    # CDNA3 sparse (smfmac): calculator 1.3.2, A packed to K/2
+    sparse = [("v_smfmac_f32_16x16x32_f16", 16, 32, "f16", "f32"), ("v_smfmac_f32_32x32x16_f16", 32, 16, "f16", "f32"),
+              ("v_smfmac_f32_16x16x32_bf16", 16, 32, "bf16", "f32"),
+              ("v_smfmac_f32_32x32x16_bf16", 32, 16, "bf16", "f32"),
+              ("v_smfmac_i32_16x16x64_i8", 16, 64, "i8", "i32"), ("v_smfmac_i32_32x32x32_i8", 32, 32, "i8", "i32")]
+    for a in ("bf8", "fp8"):
+        for b in ("bf8", "fp8"):
+            sparse += [(f"v_smfmac_f32_16x16x64_{a}_{b}", 16, 64, a, "f32"),
+                       (f"v_smfmac_f32_32x32x32_{a}_{b}", 32, 32, a, "f32")]
+    for name, m, k, t, o in sparse:
+        out[name] = Mfma(name, c3, m, m, k, 1, t, o, CALC + ", sparse A (4:2) packed to K/2", sparse=True)
     return out
 
 
 MFMA: dict[str, Mfma] = _table()
 
-#: mnemonics of sparse (smfmac) instructions: their A operand is compressed, not modelled
-SPARSE_PREFIXES = ("v_smfmac_",)
+#: mnemonic prefixes of the CDNA instructions in :data:`MFMA` (dense MFMA and sparse SMFMAC)
+PREFIXES = ("v_mfma_", "v_smfmac_")
 
 
 def input_coords(inst: Mfma, operand: str):
     """``coords(register, lane, warp)`` of operand A (``(block,) row i, col k``) or B (``(block,) row k, col j``)."""
     m_or_n = inst.m if operand == "A" else inst.n
-    per_lane = inst.k * m_or_n * inst.blocks // 64
-    if per_lane * (64 // (m_or_n * inst.blocks)) != inst.k:
+    depth = inst.a_cols if operand == "A" else inst.k      # packed A of smfmac: K/2
+    per_lane = depth * m_or_n * inst.blocks // 64
+    if per_lane * (64 // (m_or_n * inst.blocks)) != depth:
         raise AssertionError(f"{inst.name}: K={inst.k} does not fill wave64 with {per_lane} values per lane")
 
     def coords(r, lane, warp):
@@ -178,7 +216,7 @@ def fragment(inst: Mfma, operand: str) -> Fragment:
     """The A, B or C (= D) fragment of one MFMA instruction."""
     if operand in ("A", "B"):
         regs, coords = input_coords(inst, operand)
-        rows, cols = (inst.m, inst.k) if operand == "A" else (inst.k, inst.n)
+        rows, cols = (inst.m, inst.a_cols) if operand == "A" else (inst.k, inst.n)
     else:
         regs, coords = output_coords(inst)
         rows, cols = inst.m, inst.n

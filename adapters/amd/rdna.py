@@ -26,6 +26,19 @@ RDNA4 (gfx12), dense instructions, no replication:
   wave64 ``k = 8 * (l // 32) + 16 * ((l // 16) % 2) + e`` (8 values).
 * C/D: wave32 row = ``8 * (l // 16) + r``; wave64 row = ``8 * ((l // 16) % 2) + 4 * (l // 32) + r``;
   col = ``l % 16``.
+
+RDNA4 sparse ``v_swmmac_*`` (16x16xK, A 2:4 sparse): the calculator gives, per register slot, the
+4-wide span of K that holds its two non-zeros. Numbered in order, the non-zeros form the packed
+``16 x K/2`` A, placed exactly by the dense rule above for a K/2 instruction of the same input type
+(the ``v_swmmac_*.A`` fragment is that packed matrix; the compression indices are not modelled).
+B (dense, ``K x 16``, ``K * 16 / wave`` values per lane) follows:
+
+* 16-bit inputs: wave32 ``k = 16 * (e // 8) + 8 * (l // 16) + e % 8``; wave64 ``k = 8 * (l // 16) + e``.
+* 8- and 4-bit inputs: wave32 ``k = (K / 2) * (l // 16) + e``;
+  wave64 ``k = (K / 2) * ((l // 16) % 2) + (K / 4) * (l // 32) + e``.
+
+``v_swmmac_i32_16x16x32_iu4`` in wave64 ignores lanes 32-63 for A (not modelled, like its dense
+K = 16 sibling).
 """
 from __future__ import annotations
 
@@ -46,6 +59,11 @@ class Wmma:
     k: int
     in_type: str
     out_type: str
+    sparse: bool = False      #: swmmac: A is the packed 16 x K/2 matrix of non-zeros
+
+    @property
+    def a_cols(self) -> int:
+        return self.k // 2 if self.sparse else self.k
 
     @property
     def in_bits(self) -> int:
@@ -71,7 +89,17 @@ def _table() -> dict[tuple[str, str], Wmma]:
     for a in ("fp8", "bf8"):
         for b in ("fp8", "bf8"):
             rows.append((f"v_wmma_f32_16x16x16_{a}_{b}", "rdna4", 16, a, "f32"))
-    return {(r[1], r[0]): Wmma(*r) for r in rows}
+    out = {(r[1], r[0]): Wmma(*r) for r in rows}
+    sparse = [("v_swmmac_f32_16x16x32_f16", 32, "f16", "f32"), ("v_swmmac_f32_16x16x32_bf16", 32, "bf16", "f32"),
+              ("v_swmmac_f16_16x16x32_f16", 32, "f16", "f16"), ("v_swmmac_bf16_16x16x32_bf16", 32, "bf16", "bf16"),
+              ("v_swmmac_i32_16x16x32_iu8", 32, "iu8", "i32"), ("v_swmmac_i32_16x16x32_iu4", 32, "iu4", "i32"),
+              ("v_swmmac_i32_16x16x64_iu4", 64, "iu4", "i32")]
+    for a in ("fp8", "bf8"):
+        for b in ("fp8", "bf8"):
+            sparse.append((f"v_swmmac_f32_16x16x32_{a}_{b}", 32, a, "f32"))
+    for name, k, t, o in sparse:
+        out[("rdna4", name)] = Wmma(name, "rdna4", k, t, o, sparse=True)
+    return out
 
 
 #: (arch, mnemonic) -> instruction facts
@@ -79,8 +107,27 @@ WMMA: dict[tuple[str, str], Wmma] = _table()
 WAVES = (32, 64)
 
 
-def _input_k(inst: Wmma, wave: int):
+def _sparse_b_k(inst: Wmma, wave: int):
+    """(values per lane, k(e, lane)) of the dense B of an RDNA4 ``v_swmmac_*``."""
+    k = inst.k
+    if inst.in_bits == 16:
+        if wave == 32:
+            return 16, lambda e, l: (e >> 3) * 16 + (l >> 4) * 8 + (e & 7)
+        return 8, lambda e, l: (l >> 4) * 8 + e
+    if wave == 32:
+        return k // 2, lambda e, l: (l >> 4) * (k // 2) + e
+    return k // 4, lambda e, l: ((l >> 4) & 1) * (k // 2) + (l >> 5) * (k // 4) + e
+
+
+def _input_k(inst: Wmma, wave: int, operand: str = "A"):
     """(values per lane, k(e, lane)) for an input operand, or raise if not modelled."""
+    if inst.sparse:
+        if operand == "B":
+            return _sparse_b_k(inst, wave)
+        if inst.in_bits == 4 and inst.k == 32 and wave == 64:
+            raise UnsupportedError(f"{inst.name} in wave64 ignores lanes 32-63 for A; not modelled")
+        # the packed 16 x K/2 A sits as the dense A of a K/2 instruction of the same input type
+        inst = Wmma(inst.name, inst.arch, inst.k // 2, inst.in_type, inst.out_type)
     if inst.arch == "rdna3":
         return 16, lambda e, l: e
     bits = inst.in_bits
@@ -118,7 +165,7 @@ def fragment(inst: Wmma, operand: str, wave: int = 32) -> Fragment:
     name = f"{inst.arch}.{inst.name}{suffix}.{operand}"
     note = ""
     if operand in ("A", "B"):
-        regs, kfun = _input_k(inst, wave)
+        regs, kfun = _input_k(inst, wave, operand)
         if inst.arch == "rdna3":
             note = f"replicated: lanes l, l+16{', l+32, l+48' if wave == 64 else ''} hold the same values"
 
@@ -126,7 +173,7 @@ def fragment(inst: Wmma, operand: str, wave: int = 32) -> Fragment:
             outer, k = lane % 16, kfun(r, lane)
             return (outer, k) if operand == "A" else (k, outer)
 
-        rows, cols = (16, inst.k) if operand == "A" else (inst.k, 16)
+        rows, cols = (16, inst.a_cols) if operand == "A" else (inst.k, 16)
     else:
         regs, rowfun = _output_row(inst, wave)
 
@@ -146,7 +193,9 @@ def names() -> list[str]:
     for (arch, mn), inst in WMMA.items():
         for wave in WAVES:
             for op in ("A", "B", "C"):
-                if arch == "rdna4" and wave == 64 and inst.in_bits == 4 and inst.k == 16 and op != "C":
+                if arch == "rdna4" and wave == 64 and inst.in_bits == 4 and inst.a_cols == 16 and op == "A":
+                    continue
+                if arch == "rdna4" and wave == 64 and inst.in_bits == 4 and inst.k == 16 and op == "B":
                     continue
                 out.append(f"{arch}.{mn}{'' if wave == 32 else '.wave64'}.{op}")
     return out
