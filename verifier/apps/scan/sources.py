@@ -67,7 +67,7 @@ def _metadata(path: Path) -> tuple[dict, dict]:
     for ext in ("ptx", "amdgcn", "llir"):
         q = path.with_suffix("." + ext)
         if q.is_file():
-            asm[ext] = str(q)
+            asm[ext] = str(q.resolve())
     return meta, asm
 
 
@@ -110,9 +110,18 @@ def load_file(path: Path) -> list[Module]:
     return mods
 
 
-def find_modules(paths) -> list[Module]:
-    """Every module under ``paths`` (see the module docstring); unreadable text is an error."""
+def find_modules(paths, skipped: list | None = None) -> list[Module]:
+    """Every module under ``paths`` (see the module docstring), ordered by kernel name and
+    target. A file named on the command line must hold TTGIR (else an error); files found by
+    searching a folder that hold something else (a TTIR ``.mlir``, ...) are skipped and listed
+    in ``skipped``."""
     mods: list[Module] = []
+    explicit = {str(Path(os.path.expanduser(str(p)))) for p in paths}
     for f in module_files(paths):
+        if str(f) not in explicit and not _is_ttgir(_read(f)):
+            if skipped is not None:
+                skipped.append(str(f))
+            continue
         mods.extend(load_file(f))
+    mods.sort(key=lambda m: (m.kernel, m.target or "", m.path))
     return mods
