@@ -1,0 +1,111 @@
+"""``scan --baseline``: Triton 3.8 against 3.9 on the same kernel, and the gate on deliberately
+worsened modules (issue 15). The modules are real TTGIR from Triton's caches
+(tests/data/scan/README.md)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data" / "scan"
+
+
+def _cli(*args) -> int:
+    from layoutverify.apps.cli import main
+    return main([str(a) for a in args])
+
+
+def _scan(path, out: Path, *extra) -> tuple[int, dict]:
+    rc = _cli("scan", path, "--json", out, "--quiet", *extra)
+    return rc, json.loads(out.read_text())
+
+
+def _convert_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "ttg.convert_layout" in line]
+
+
+def test_triton_38_to_39_removes_conversions(tmp_path):
+    """Triton 3.9 no longer converts the 64x1 row statistics (``m_new``, ``alpha``) of the
+    attention kernel between its two ``nvidia_mma`` layouts; 3.8 does (2 such ops on sm_90, 3 on
+    sm_100, counted here straight from the two TTGIR texts). The baseline reports exactly those
+    as removed, nothing new or costlier, and the gate passes; the reverse direction reports them
+    as new, free (register moves only), so the gate passes too."""
+    old_rc, old = _scan(DATA / "triton-3.8", tmp_path / "old.json")
+    assert old_rc == 0
+    rc, new = _scan(DATA / "triton-3.9", tmp_path / "new.json", "--baseline", tmp_path / "old.json")
+    assert rc == 0
+    cmp = new["baseline"]
+    assert cmp["kind"] == "scan_baseline" and cmp["worse"] is False
+    for target, tname in (("cuda:90", "sm90"), ("cuda:100", "sm100")):
+        t38 = (DATA / "triton-3.8" / f"attention-{tname}" / "attention.ttgir").read_text()
+        t39 = (DATA / "triton-3.9" / f"attention-{tname}" / "attention.ttgir").read_text()
+        gone = len(_convert_lines(t38)) - len(_convert_lines(t39))
+        assert gone in (2, 3)
+        (k,) = [k for k in cmp["kernels"] if k["name"] == f"attention [{target}]"]
+        assert not k["new"] and not k["costlier"] and not k["worse"]
+        removed = [r for r in k["removed"] if r["key"].startswith("ttg.convert_layout")]
+        assert len(removed) == gone
+        # each removed op is, in the 3.8 text, a convert_layout of a 64x1 tensor between two layouts
+        (k38,) = [x for x in old["kernels"] if x["target"] == target]
+        by_key = {o["key"]: o for o in k38["ops"]}
+        lines = t38.splitlines()
+        for r in removed:
+            op = by_key[r["key"]]
+            text = lines[op["module_line"] - 1]
+            assert re.search(r"tensor<64x1xf32, #\w+> -> tensor<64x1xf32, #\w+>", text), text
+            assert op["triton_mechanism"] in ("no_op", "register_permute")
+    rc, back = _scan(DATA / "triton-3.8", tmp_path / "back.json", "--baseline", tmp_path / "new.json")
+    assert rc == 0
+    news = [r for k in back["baseline"]["kernels"] for r in k.get("new", [])]
+    assert len(news) == 5 and all(r["score"] == 0 for r in news)
+
+
+def test_gate_fires_when_a_conversion_needs_shared_memory(tmp_path):
+    """The Gluon kernel's conversion swaps one register and one lane basis (Triton shuffles);
+    worsened to swap two, Triton goes through shared memory: costlier whatever the threshold."""
+    src = DATA / "triton-3.9" / "cvt_one_swap-sm90"
+    text = (src / "cvt_one_swap.ttgir").read_text()
+    one = "#linear1 = #ttg.linear<{register = [[0, 4], [0, 2]], lane = [[0, 1], [0, 8], [1, 0], [2, 0], [4, 0]]"
+    two = "#linear1 = #ttg.linear<{register = [[0, 4], [0, 8]], lane = [[0, 1], [0, 2], [1, 0], [2, 0], [4, 0]]"
+    assert one in text
+    worse = tmp_path / "worse" / "cvt_one_swap.ttgir"
+    worse.parent.mkdir()
+    worse.write_text(text.replace(one, two))
+    (worse.parent / "cvt_one_swap.json").write_text((src / "cvt_one_swap.json").read_text())
+    assert _scan(src, tmp_path / "old.json")[0] == 0
+    for threshold in ("0", "1000"):
+        rc, doc = _scan(worse.parent, tmp_path / "new.json", "--baseline", tmp_path / "old.json",
+                        "--threshold", threshold)
+        assert rc == 1
+        (k,) = doc["baseline"]["kernels"]
+        (row,) = k["costlier"]
+        assert row["old"]["triton_mechanism"] == "intra_warp" and row["new"]["triton_mechanism"] == "intra_cta"
+    # unchanged: the gate passes
+    assert _scan(src, tmp_path / "same.json", "--baseline", tmp_path / "old.json")[0] == 0
+
+
+def test_gate_threshold_on_bank_conflicts(tmp_path):
+    """The matmul's A tile stored column-wise into an unswizzled shared layout: same mechanism,
+    more wavefronts (bank conflicts). The gate fires unless the threshold tolerates the growth."""
+    src = DATA / "triton-3.9" / "matmul-sm90"
+    text = (src / "matmul.ttgir").read_text()
+    a = "threadsPerWarp = [1, 32], warpsPerCTA = [4, 1]"
+    assert a in text and "swizzlingByteWidth = 64," in text
+    worse = tmp_path / "worse" / "matmul.ttgir"
+    worse.parent.mkdir()
+    worse.write_text(text.replace(a, "threadsPerWarp = [32, 1], warpsPerCTA = [1, 4]")
+                     .replace("swizzlingByteWidth = 64,", "swizzlingByteWidth = 0,"))
+    assert _scan(src, tmp_path / "old.json")[0] == 0
+    rc, doc = _scan(worse.parent, tmp_path / "new.json", "--baseline", tmp_path / "old.json")
+    assert rc == 1
+    (k,) = doc["baseline"]["kernels"]
+    (row,) = k["costlier"]
+    assert row["old"]["triton_mechanism"] == row["new"]["triton_mechanism"] == "shared_store"
+    growth = row["new"]["score"] / row["old"]["score"] - 1
+    assert growth > 1
+    (store,) = [o for o in doc["kernels"][0]["ops"] if o["key"] == row["key"]]
+    assert "bank_conflicts" in [f["code"] for f in store["findings"]]
+    assert _scan(worse.parent, tmp_path / "x.json", "--baseline", tmp_path / "old.json",
+                 "--threshold", str(growth * 1.01))[0] == 0
+    assert _scan(worse.parent, tmp_path / "y.json", "--baseline", tmp_path / "old.json",
+                 "--threshold", str(growth * 0.99))[0] == 1
