@@ -412,6 +412,18 @@ def create_app(config: Config | None = None) -> FastAPI:
                   "queue_waiting": ("Requests waiting for a worker.", service.pool.pending - service.pool.running)}
         return PlainTextResponse(service.metrics.render(gauges), media_type="text/plain; version=0.0.4")
 
+    if config.faults:  # test-only (workers.FAULTS_ENV): a job that kills its worker, or one that never ends
+        @app.post("/v1/_fault/{name}", include_in_schema=False)
+        async def fault(name: str, seconds: float = 3.0):
+            if name not in ("crash", "hang"):
+                raise rq.RequestError(404, "not_found", f"no fault {name!r}")
+            try:
+                await service.run_job("_" + name, {}, seconds)
+            except WorkerTimeout:
+                raise rq.RequestError(504, "timeout", f"the job ran past its deadline of {seconds} s; its worker "
+                                      "was stopped") from None
+            return {"status": "ok"}
+
     web.register(app, service)
     app.router.routes.extend(mcp_routes)
     app.add_middleware(_Guard, service=service)
