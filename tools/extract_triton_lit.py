@@ -212,8 +212,8 @@ def pairs_of_file(rel: str, text: str):
             else:
                 typ = f"!ttg.memdesc<{'x'.join(map(str, shape))}x{element}, {', '.join([enc] + extra)}>"
             line = line_base + split.count("\n", 0, m.start()) + 1
-            rec = {"text": typ, "shape": shape, "container": container, "kind": kind,
-                   "origin": f"{rel}:{line}"}
+            rec = {"text": typ, "shape": shape, "container": container, "kind": kind, "element": element,
+                   "encoding": enc, "origin": f"{rel}:{line}"}
             rec.update(module_attrs(split, m.start()))
             yield rec
         line_base += raw.count("\n") + 1

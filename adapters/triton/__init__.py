@@ -61,6 +61,7 @@ from layoutverify.core.errors import LayoutError, UnsupportedError
 from layoutverify.core.layout import Layout
 
 from . import linear as _linear  # noqa: F401  (registers linear, blocked, slice, dot_op)
+from . import memdesc as _memdesc
 from . import version
 from . import native as _native_module  # before `def native` below, which must win the name
 from . import nvidia as _nvidia  # noqa: F401  (registers nvidia_mma and its dot operands)
@@ -68,7 +69,7 @@ from .attr import DOT_OPERAND_PARENTS, ENCODINGS, Attr
 from .parser import SHARED_KINDS, Parsed, describe, parse_text
 
 #: optional modules written beside this core; each registers its kinds on import
-OPTIONAL_MODULES = ("amd", "shared")
+OPTIONAL_MODULES = ("amd", "shared", "tmem")
 
 for _name in OPTIONAL_MODULES:
     try:
@@ -129,6 +130,8 @@ def parse(text: str, shape=None, **options) -> Layout:
     options[version.OPTION] = version.normalize(options.get(version.OPTION))
     if parsed.element_type is not None:
         options.setdefault("element_type", parsed.element_type)
+    if parsed.container == "memdesc" and (shape is None or tuple(shape) == tuple(parsed.shape or ())):
+        return _memdesc.read(parsed, convert, **options)
     layout = convert(parsed.attr, shape, **options)
     return layout
 

@@ -36,7 +36,7 @@ from layoutverify.core.errors import LayoutError, SizeLimitError
 from layoutverify.core.layout import Layout
 
 from . import version
-from .attr import Attr, dot_operand_parent, encoding
+from .attr import Attr, dot_operand_parent, encoding, ignored_note, ignored_params
 from .cga import cga_bases
 from .linear import LL, dim_names, is_pow2
 from .parser import bases_param, bool_param, check_params, describe, int_list_param, int_param
@@ -210,7 +210,11 @@ def _to_layout(ll: LL, shape: Sequence[int], attr: Attr, name: str) -> Layout:
                            [v for d in HW_DIMS for v in bases[d]])
     except LayoutError as e:
         raise LayoutError(f"{e} -- two hardware bits reach the same element; does ctaLayout repeat a basis?") from None
-    return ll.to_layout(shape, HW_DIMS, name=name)
+    ignored = ignored_params(attr, _MFMA_KEYS if attr.kind == "amd_mfma" else _WMMA_KEYS)
+    parent = attr.params.get("parent") if attr.kind == "dot_op" else None
+    if isinstance(parent, Attr):
+        ignored += ignored_params(parent, _MFMA_KEYS if parent.kind == "amd_mfma" else _WMMA_KEYS)
+    return ll.to_layout(shape, HW_DIMS, name=name + ignored_note(ignored))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,7 +224,9 @@ class _Mfma:
     """The checked parameters of an ``amd_mfma`` attribute."""
 
     def __init__(self, attr: Attr):
-        check_params(attr, required=("warpsPerCTA", "instrShape", "isTransposed"), optional=_MFMA_KEYS)
+        # Triton's parser takes the keys it knows and ignores the rest (they are reported in the
+        # layout's name); version and isTransposed default to 0 and false
+        check_params(attr, required=("warpsPerCTA", "instrShape"), optional=tuple(attr.params))
         p = attr.params
         self.attr = attr
         if "version" in p:
@@ -230,7 +236,7 @@ class _Mfma:
             if int_param(attr, "versionMinor", 0) != 0:
                 raise _fail(attr, "versionMinor must be 0")
         else:
-            raise _fail(attr, "needs parameter version (1 = gfx908, 2 = gfx90a, 3 = gfx942, 4 = gfx950)")
+            self.version = 0   # no target: what Triton's parser gives an attribute without version
         if self.version not in MFMA_VERSIONS:
             raise _fail(attr, f"version {self.version} is not an MFMA version (0..4; 1 = gfx908, "
                               f"2 = gfx90a, 3 = gfx942, 4 = gfx950)")
@@ -307,7 +313,7 @@ class _Wmma:
 
     def __init__(self, attr: Attr, shape=None, options: Mapping | None = None):
         options = options or {}
-        check_params(attr, required=("version",), optional=_WMMA_KEYS)
+        check_params(attr, required=("version",), optional=tuple(attr.params))   # others ignored, as Triton does
         p = attr.params
         self.attr = attr
         self.triton = version.of(options)

@@ -52,3 +52,18 @@ def dot_operand_parent(*kinds: str):
             DOT_OPERAND_PARENTS[k] = fn
         return fn
     return deco
+
+
+def ignored_params(attr: Attr, known) -> list[str]:
+    """Parameters of ``attr`` outside ``known``: Triton's parsers of some encodings
+    (``amd_mfma``, ``amd_wmma``, ``linear``) skip keys they do not know instead of failing."""
+    if attr.kind == "dot_op":
+        return []
+    return [f"{k!r} of #ttg.{attr.kind}" for k in attr.params if k not in known]
+
+
+def ignored_note(ignored) -> str:
+    """A note for a layout's name naming the parameters Triton ignored (``""`` for none)."""
+    if not ignored:
+        return ""
+    return f" (Triton ignores unknown parameter{'s' if len(ignored) > 1 else ''} {', '.join(ignored)})"

@@ -368,9 +368,11 @@ def linear_attr_ll(attr: Attr, options: Mapping | None = None) -> LL:
     """The layout written in a ``#ttg.linear`` attribute, sizes inferred (natural shape).
 
     Triton >= 3.7 also requires it to be a bijection once its zero (broadcast) bases are removed,
-    i.e. no non-zero basis repeated (``LinearEncodingAttr::verify``, #9215); Triton 3.6 accepted
-    repeated bases."""
-    check_params(attr, required=REGISTER_DIMS)
+    i.e. a permutation matrix: every non-zero basis one power of two along one dim, none repeated
+    (``LinearEncodingAttr::verify``, #9215); Triton 3.6 accepted repeated bases."""
+    # Triton's parser reads the four bases and skips any other key (``order = [1, 0]`` appears in
+    # its own tests), so other keys are ignored here too
+    check_params(attr, required=REGISTER_DIMS, optional=tuple(attr.params))
     raw = {k: bases_param(attr, k) for k in REGISTER_DIMS}
     for k, vs in raw.items():
         if len(vs) > MAX_IN_BITS:
@@ -392,6 +394,10 @@ def linear_attr_ll(attr: Attr, options: Mapping | None = None) -> LL:
         seen: dict[tuple[int, ...], str] = {}
         for k, vs in raw.items():
             for v in vs:
+                if any(v) and not all(is_pow2(c) for c in v if c):
+                    raise LayoutError(f"{describe(attr)}: basis {v} of {k} is not a power of two along its dim; "
+                                      f"Triton >= 3.7 requires a permutation matrix layout after removing "
+                                      f"broadcast (zero) bases")
                 if any(v) and tuple(v) in seen:
                     raise LayoutError(f"{describe(attr)}: basis {v} appears twice ({seen[tuple(v)]} and {k}); "
                                       f"Triton >= 3.7 requires the layout to be a bijection once its zero bases "

@@ -80,6 +80,14 @@ def build_request(text: str, shape=None, **options) -> dict:
         typ = parsed.main
         memdesc = parsed.container == "memdesc"
         elem = parsed.element_type
+        if memdesc:
+            # Triton's toLinearLayout(MemDescType): the allocation's trailing dims; for a
+            # multi-buffered memdesc (more dims than the encoding), one buffer (see .memdesc)
+            from . import memdesc as M
+            shape = M.layout_shape(parsed)
+            rank = M.encoding_rank(attr)
+            if rank is not None and rank < len(shape):
+                shape = shape[len(shape) - rank:]
     else:
         if shape is None:
             shape = _natural_shape(attr)
@@ -193,7 +201,7 @@ def _worker_env() -> dict:
     return env
 
 
-def _run_batch(requests: list[dict], timeout: float) -> tuple[list[dict | None], str]:
+def _run_batch(requests: list[dict], timeout: float, lenient: bool = False) -> tuple[list[dict | None], str]:
     """Run ``requests`` through workers; a crash costs one case and a restart."""
     results: list[dict | None] = [None] * len(requests)
     version = ""
@@ -201,7 +209,8 @@ def _run_batch(requests: list[dict], timeout: float) -> tuple[list[dict | None],
     with tempfile.TemporaryDirectory(prefix="layoutverify-native-") as tmp:
         diag = os.path.join(tmp, "diag.txt")
         while todo:
-            payload = json.dumps({"diag": diag, "dir": tmp, "cases": [requests[i] for i in todo]})
+            payload = json.dumps({"diag": diag, "dir": tmp, "lenient": lenient,
+                                  "cases": [requests[i] for i in todo]})
             try:
                 proc = subprocess.run([sys.executable, "-m", "layoutverify.adapters.triton.native", "--worker"], input=payload,
                                       capture_output=True, text=True, timeout=timeout, env=_worker_env(),
@@ -265,6 +274,8 @@ def _to_layout(msg: dict, shape, version: str, raw: bool):
                            f"{ok['offset']}, block = {ok['block']}")
     shp = ok.get("shape") or shape
     try:
+        if ok.get("tmem"):
+            return Layout.from_bases({"row": ok["row"], "col": ok["col"]}, list(shp), name=note)
         if "offset" in ok:
             return Layout.from_bases({"offset": ok["offset"], "block": ok["block"]}, list(shp), name=note)
         return Layout.from_bases({"register": ok["register"], "lane": ok["lane"], "warp": ok["warp"],
@@ -274,13 +285,15 @@ def _to_layout(msg: dict, shape, version: str, raw: bool):
 
 
 def native_many(cases: Iterable, *, raw: bool = False, printed: bool = False,
-                timeout: float = BATCH_TIMEOUT) -> list:
+                timeout: float = BATCH_TIMEOUT, lenient: bool = False) -> list:
     """Triton's layouts for many cases at once, in one worker process.
 
     ``cases``: ``(text, shape)``, ``(text, shape, options)`` or ``{"text", "shape", "options"}``.
     Returns, in order, a :class:`~layoutverify.core.layout.Layout` or a :class:`NativeError` per case (with
     ``raw=True``: Triton's bases as a dict instead of a Layout; with ``printed=True`` as well, the
-    dict also holds ``"printed"``: the module as Triton prints it, aliases and all).
+    dict also holds ``"printed"``: the module as Triton prints it, aliases and all). ``lenient``:
+    skip Gluon's front-end argument checks (see :func:`_relax_gluon_checks`). A Blackwell
+    tensor-memory encoding comes back over ``row, col`` (Gluon's object drops ``block``).
     """
     norm = []
     for c in cases:
@@ -303,7 +316,7 @@ def native_many(cases: Iterable, *, raw: bool = False, printed: bool = False,
         except LayoutError as e:
             out[k] = NativeError(str(e))
     if reqs:
-        results, version = _run_batch(reqs, timeout)
+        results, version = _run_batch(reqs, timeout, lenient)
         for k, req, msg in zip(where, reqs, results):
             out[k] = _to_layout(msg or {"error": "no answer"}, req["shape"], version, raw)
     return out
@@ -344,6 +357,8 @@ def _worker() -> None:
         if not hasattr(builder, name):
             _emit({"fatal": f"installed Triton {triton.__version__} lacks GluonOpBuilder.{name}"})
             return
+    if job.get("lenient"):
+        _relax_gluon_checks()
     mod_path = os.path.join(job["dir"], "case.mlir")
     for i, case in enumerate(job["cases"]):
         msg = _one_case(ir, builder, ctx, case, mod_path, diag_fd)
@@ -354,6 +369,39 @@ def _worker() -> None:
                 msg = dict(alt_msg, modern=True)
         msg["i"] = i
         _emit(msg)
+
+
+def _relax_gluon_checks() -> None:
+    """Skip the argument checks of Gluon's Python layout classes (``verify()`` and the asserts of
+    ``__post_init__``). Those are checks of Gluon's front end, not of Triton's MLIR parser and
+    verifier: the attribute has already been parsed and verified by Triton when the worker wraps
+    it in a Gluon object, so an encoding Gluon would not let a user construct (an ``amd_mfma``
+    without ``version``, a one-element shared layout whose offset bases are empty) still reaches
+    ``toLinearLayout`` unchanged. Used for the lit-test corpus (``native_many(lenient=True)``)."""
+    import dataclasses
+    import importlib
+    import pkgutil
+    import triton.experimental.gluon.language as gl
+    mods = [gl]
+    for info in pkgutil.walk_packages(gl.__path__, gl.__name__ + "."):
+        try:
+            mods.append(importlib.import_module(info.name))
+        except Exception:  # noqa: BLE001  (optional back ends)
+            continue
+    for mod in mods:
+        for obj in list(vars(mod).values()):
+            if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)) or obj.__module__ != mod.__name__:
+                continue
+            if callable(getattr(obj, "verify", None)):
+                obj.verify = lambda self: None
+            post = obj.__dict__.get("__post_init__")
+            if post is not None:
+                def lenient(self, _post=post):
+                    try:
+                        _post(self)
+                    except AssertionError:
+                        pass
+                obj.__post_init__ = lenient
 
 
 def _one_case(ir, builder, ctx, case: dict, mod_path: str, diag_fd: int) -> dict:
@@ -384,6 +432,8 @@ def _one_case(ir, builder, ctx, case: dict, mod_path: str, diag_fd: int) -> dict
         if lk == "DistributedLinearLayout":
             return {"ok": {"register": ll.reg_bases, "lane": ll.lane_bases, "warp": ll.warp_bases,
                            "block": ll.block_bases, "shape": list(ll.shape), **extra}}
+        if lk == "_TensorMemoryLinearLayout":   # Blackwell TMEM; Gluon's object has no block bases
+            return {"ok": {"row": ll.rows, "col": ll.cols, "shape": list(ll.shape), "tmem": True, **extra}}
         if lk == "SharedLinearLayout":
             return {"ok": {"offset": ll.offset_bases, "block": ll.block_bases, "shape": list(shape),
                            "alignment": getattr(ll, "alignment", None), **extra}}

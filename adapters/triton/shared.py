@@ -76,6 +76,7 @@ from layoutverify.core.layout import Layout
 from . import version
 from .attr import Attr, encoding
 from .cga import cga_bases
+from .parser import int_param
 
 __all__ = [
     "swizzled_shared_layout", "nvmma_shared_layout", "padded_shared_layout",
@@ -659,8 +660,29 @@ def _bases_block(attr: Attr) -> tuple[list[list[int]], list[list[int]], int]:
     return offset, block, rank
 
 
+def _check_alignment_placement(attr: Attr) -> None:
+    """Triton 3.9 reads ``alignment`` only after the bases' braces
+    (``#ttg.shared_linear<{offset = [...]}, alignment = 16>``) and rejects it inside them."""
+    text = attr.text or ""
+    open_at = text.find("{")
+    if open_at < 0:
+        return
+    depth = 0
+    for i in range(open_at, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            if re.search(r"[{,]\s*alignment\s*=", text[open_at:i + 1]):
+                raise LayoutError(f"#{attr.kind}: alignment must be specified outside of the linear layout braces "
+                                  f"(write #ttg.shared_linear<{{offset = [...]}}, alignment = N>)")
+            return
+
+
 @encoding("shared_linear")
 def shared_linear_layout(attr: Attr, shape=None, **options) -> Layout:
+    _check_alignment_placement(attr)
+    alignment = attr.params.get("alignment", 16)
+    if not _is_int(alignment) or not _is_pow2(alignment):
+        raise LayoutError(f"#{attr.kind}: alignment must be a positive power of two, got {alignment!r}")
     offset, block, rank = _bases_block(attr)
     ll = _LL.inferred({"offset": offset, "block": block}, _dim_names(rank))
     sizes = [s for _, s in ll.outs]
@@ -805,3 +827,68 @@ def padded_address_layout(attr: Attr, shape=None) -> Layout:
         outs.append(("block", 1 << len(ll.ins["block"])))
         exprs.append(block)
     return Layout(ll.outs, outs, exprs, name=f"address of {_describe(attr)}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Partitioned shared
+# ------------------------------------------------------------------------------------------------
+@encoding("partitioned_shared")
+def partitioned_shared_layout(attr: Attr, shape=None, **options) -> Layout:
+    """``#ttg.partitioned_shared<{numPartitions = P, numGroups = G, partitionDim = d, partitionLayout = #inner}>``.
+
+    The tensor is cut along ``dim d`` into ``P * G`` equal pieces; piece ``i`` goes to partition
+    (a separate buffer) ``i % P``, at group ``i // P`` inside it, so partition 0 holds pieces 0, P,
+    2P, ... one after the other (``partitionedSharedToLinearLayout``). Each piece is laid out by
+    ``#inner`` over the piece's shape. Hardware dims: ``offset`` (inside one partition),
+    ``partition``, ``block``. With a ``padded_shared`` inner layout the offsets are dense (padding
+    skipped, as for ``padded_shared`` itself: Triton's ``paddedLinearLayout``), and the returned
+    Layout carries the inner ``padding``.
+    """
+    from .linear import LL
+    for key in ("numPartitions", "numGroups", "partitionDim", "partitionLayout"):
+        if key not in attr.params:
+            raise LayoutError(f"#ttg.{attr.kind} needs parameter {key}")
+    unknown = sorted(set(attr.params) - {"numPartitions", "numGroups", "partitionDim", "partitionLayout"})
+    if unknown:
+        raise LayoutError(f"#ttg.{attr.kind} has no parameter {', '.join(map(repr, unknown))}")
+    n_part = int_param(attr, "numPartitions")
+    n_group = int_param(attr, "numGroups")
+    pdim = int_param(attr, "partitionDim")
+    inner = attr.params["partitionLayout"]
+    if not isinstance(inner, Attr):
+        raise LayoutError(f"#ttg.{attr.kind}: partitionLayout must be a shared layout attribute, got {inner!r}")
+    if n_part < 2 or not _is_pow2(n_part):
+        raise LayoutError(f"#ttg.{attr.kind}: numPartitions must be a power of 2 and at least 2, got {n_part}")
+    if n_group < 1 or not _is_pow2(n_group):
+        raise LayoutError(f"#ttg.{attr.kind}: numGroups must be a power of 2 and greater than 0, got {n_group}")
+    fn = _SHARED_INNER.get(inner.kind)
+    if fn is None:
+        raise LayoutError(f"#ttg.{attr.kind}: partitionLayout must be a shared layout, got #ttg.{inner.kind}")
+    from .memdesc import encoding_rank
+    rank = encoding_rank(inner)
+    if rank is not None and pdim >= rank:
+        raise LayoutError(f"#ttg.{attr.kind}: partitionDim ({pdim}) must be less than the layout rank ({rank})")
+    shape = _check_shape(attr, shape, rank)
+    pieces = n_part * n_group
+    if shape[pdim] % pieces or shape[pdim] < pieces:
+        raise LayoutError(f"#ttg.{attr.kind}: dim{pdim} of shape {shape} does not split into {pieces} pieces "
+                          f"(numPartitions x numGroups)")
+    piece_shape = list(shape)
+    piece_shape[pdim] //= pieces
+    base = fn(inner, None if inner.kind == "padded_shared" else piece_shape, **options)
+    names = _dim_names(len(shape))
+    ll = (LL.from_layout(base) * LL.identity1d(n_part, "partition", names[pdim])
+          * LL.identity1d(n_group, "offset", names[pdim]))
+    if [s for _, s in ll.transpose_outs(names).outs] != list(shape):
+        raise LayoutError(f"#ttg.{attr.kind}: its pieces cover {[s for _, s in ll.transpose_outs(names).outs]}, "
+                          f"the shape is {shape}")
+    lay = ll.to_layout(shape, ("offset", "partition", "block"), name=_describe(attr))
+    if getattr(base, "padding", None):
+        lay.padding = base.padding
+    return lay
+
+
+#: shared layouts a partitioned layout may wrap
+_SHARED_INNER = {"swizzled_shared": swizzled_shared_layout, "nvmma_shared": nvmma_shared_layout,
+                 "shared_linear": shared_linear_layout, "padded_shared": padded_shared_layout,
+                 "amd_rotating_shared": amd_rotating_shared_layout}
