@@ -61,12 +61,18 @@ _WS = re.compile(r"(?:\s+|//[^\n]*)+")
 _DIM = re.compile(r"([0-9]+)[ \t]*x[ \t]*")
 _LAST_DIM = re.compile(r"([0-9]+)")
 _DYNAMIC = re.compile(r"[?*]")
+#: One match per well-formed token (the common case); anything it does not match, or matches
+#: in a form the checks below refuse, goes through the character-by-character scanner, which
+#: produces the same tokens and the precise errors.
+_FAST = re.compile(r"(?:\s++|//[^\n]*+)*+(?:(?P<hash>[#!][A-Za-z_][A-Za-z0-9_$.]*)"
+                   r"|(?P<int>-?(?>0x[0-9A-Fa-f]+|[0-9]+))(?=x|[^A-Za-z0-9_$.]|$)"
+                   r"|(?P<ident>[A-Za-z_][A-Za-z0-9_$.]*)|(?P<punct>[<>{}\[\](),=:+?*]))")
 #: MLIR builtin element types a Triton tensor holds (``!``-dialect types such as ``!tt.ptr<f16>`` apart)
 _ELEMENT_TYPE = re.compile(r"(?:i|si|ui)(?:[1-9][0-9]{0,3})|f16|f32|f64|bf16|tf32|index|"
                            r"f[468]E[0-9]M[0-9](?:FNUZ|FN|FNU|B11FNUZ)?")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Token:
     kind: str       # "hash", "bang", "ident", "int", "string", "punct", "eof"
     value: Any      # text for most kinds, int for "int"
@@ -101,6 +107,25 @@ class _Lexer:
         self.buf: list[Token] = []
 
     def _scan(self) -> Token:
+        m = _FAST.match(self.text, self.pos)
+        if m is not None:
+            kind = m.lastgroup
+            p, end = m.start(kind), m.end()
+            word = m.group(kind)
+            if kind == "hash":
+                self.pos = end
+                return Token("hash" if word[0] == "#" else "bang", word, p, end, word)
+            if kind == "punct" or kind == "ident":
+                self.pos = end
+                return Token(kind, word, p, end, word)
+            digits = word.lstrip("-")
+            if len(digits) <= 30:
+                v = int(digits, 16) if digits.startswith("0x") else int(digits)
+                self.pos = end
+                return Token("int", -v if word[0] == "-" else v, p, end, word)
+        return self._scan_slow()
+
+    def _scan_slow(self) -> Token:
         t = self.text
         m = _WS.match(t, self.pos)
         if m:
