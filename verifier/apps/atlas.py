@@ -13,8 +13,13 @@ framework cannot express (with the reason). A cell reads:
 ``not expressible``             the framework has no way to say it (the note says why);
 ``error``                       the text did not build (e.g. an adapter missing from this build).
 
-A claim marked ``known`` is a **finding**: the expectation stays the ISA's, the framework answers
-otherwise, and the atlas lists it with its note and witness.
+Findings are **computed**: every claim expects the ISA's fragment (``expect = "equal"``); where the
+framework answers otherwise, the cell shows the verdict and the atlas lists it with its witness,
+whether or not the corpus says so beforehand. A claim marked ``known`` additionally *pins* the
+difference (its note explains it): the atlas fails (``ok`` false, exit 1) when a pinned difference
+no longer reproduces, when a cell errs, or when a verdict is ``unknown``; an unpinned difference is
+a *computed finding* (marked so) and does not fail the atlas, since showing what the frameworks do is
+the atlas's job.
 
 **Native mode** (``--native``) checks the frameworks themselves, not only our reading of them: side
 ``b`` is rebuilt by the installed framework and compared with the ISA fragment *and* with our
@@ -109,11 +114,19 @@ class Entry:
             return True
         return bool(self.native and self.native.status == "ok" and self.native.verdict != self.claim.expect)
 
+    @property
+    def computed(self) -> bool:
+        """A difference from the ISA found by the check itself, not written in the corpus: the claim
+        has no ``known`` label and the answer is a proved verdict (not an error or ``unknown``)."""
+        o = self.outcome
+        return (o.status == "fails" and self.claim.known is None
+                and category(o.got) in ("differs", "equal_up_to_register_order"))
+
     def to_json(self) -> dict:
         o = self.outcome
         d = {"claim": o.claim.id, "b": o.claim.b, "expect": o.claim.expect, "status": o.status, "got": o.got,
              "category": self.category, "message": o.message, "witness": o.witness, "known": o.claim.known,
-             "note": o.claim.note or None}
+             "computed_finding": self.computed or None, "note": o.claim.note or None}
         if self.native is not None:
             d["native"] = self.native.to_json()
         return {k: v for k, v in d.items() if v is not None}
@@ -184,10 +197,10 @@ class Atlas:
 
     @property
     def ok(self) -> bool:
-        """Every claim passes, and in native mode every framework answer agrees with our adapter
-        wherever it could be asked."""
+        """Every claim passes or is a computed finding (see the module doc), and in native mode every
+        framework answer agrees with our adapter wherever it could be asked."""
         for e in self.entries():
-            if not e.outcome.passed:
+            if not e.outcome.passed and not e.computed:
                 return False
             if e.native is not None and (e.native.status == "error" or e.native.agrees is False):
                 return False
@@ -236,7 +249,7 @@ def build(paths=None, *, native: bool = False, jobs: int | None = None, progress
     for ix in corpus.inexpressible:
         if ix.fragment not in spec:
             fragments.append(ix.fragment)
-            spec[ix.fragment] = ""
+            spec[ix.fragment] = _isa_spec(ix.fragment)
         seen_fw.add(ix.framework)
         cell = cells.setdefault((ix.fragment, ix.framework), Cell(ix.fragment, ix.framework))
         cell.inexpressible = ix.note
@@ -244,6 +257,19 @@ def build(paths=None, *, native: bool = False, jobs: int | None = None, progress
     vendor = {"ptx": 0, "amd": 1}
     fragments.sort(key=lambda f: vendor.get(spec[f].split(":", 1)[0], 2))   # NVIDIA rows first (stable)
     return Atlas(fragments, frameworks, cells, spec, native)
+
+
+def _isa_spec(fragment: str) -> str:
+    """``ptx:NAME`` / ``amd:NAME`` when an ISA adapter knows the fragment (a row with no claim yet),
+    else ""."""
+    from layoutverify.adapters import adapter
+    for fw in ("ptx", "amd"):
+        try:
+            if fragment in adapter(fw).FRAGMENTS:
+                return f"{fw}:{fragment}"
+        except (LayoutError, ImportError, AttributeError):
+            continue
+    return ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,6 +455,8 @@ def _cell_text(cell: Cell | None, native: bool) -> tuple[str, str]:
         txt = f"{_ICON[e.category]} {_WORD[e.category]}"
         if e.outcome.status == "known":
             txt += " (finding)"
+        elif e.computed:
+            txt += " (computed finding)"
         elif e.outcome.status == "fails":
             txt += " (UNEXPECTED)"
         if native and e.native is not None:
@@ -481,8 +509,9 @@ def markdown(atlas: Atlas) -> str:
         o = e.outcome
         lines.append(f"- **{_md(cell.fragment)} / {cell.framework}** (`{_md(o.claim.id)}`): expected "
                      f"{o.claim.expect}, got {o.got or o.status}"
-                     + (" (known difference)" if o.status == "known" else " (UNEXPECTED)" if o.status == "fails"
-                        else ""))
+                     + (" (known difference)" if o.status == "known" else
+                        " (computed: not in the corpus)" if e.computed else
+                        " (UNEXPECTED)" if o.status == "fails" else ""))
         lines.append(f"  - framework text: `{_md(o.claim.b)}`")
         if o.witness:
             lines.append(f"  - witness: {_md(_witness_text(o.witness))}")
@@ -600,7 +629,9 @@ def text(atlas: Atlas) -> str:
             mark = "." if cell is None or cell.category is None else _TEXT[cell.category]
             if cell is not None and any(e.outcome.status == "known" for e in cell.entries):
                 mark += "*"
-            if cell is not None and any(e.outcome.status == "fails" for e in cell.entries):
+            if cell is not None and any(e.computed for e in cell.entries):
+                mark += "+"
+            elif cell is not None and any(e.outcome.status == "fails" for e in cell.entries):
                 mark += "!"
             if atlas.native and cell is not None and cell.native_category:
                 mark += "/" + _TEXT.get(cell.native_category, "?")
@@ -608,7 +639,8 @@ def text(atlas: Atlas) -> str:
         lines.append(frag.ljust(w) + "  " + "  ".join(cells))
     c = atlas.counts()
     lines.append("legend: = equal, ~ equal up to register order, x differs, - not expressible, ! error, "
-                 ". no claim; * finding (known difference)" + ("; /X native answer" if atlas.native else ""))
+                 ". no claim; * finding (known difference), + computed finding (not in the corpus)"
+                 + ("; /X native answer" if atlas.native else ""))
     lines.append(f"{len(atlas.fragments)} fragments, {len(atlas.findings())} findings; cells: "
                  + ", ".join(f"{v} {_WORD.get(k, k)}" for k, v in sorted(c.items())))
     return "\n".join(lines)
