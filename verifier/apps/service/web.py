@@ -149,7 +149,7 @@ async def _result_page(service, res: dict, request_fields: dict) -> str:
              + (f" / B {html.escape(str(request_fields['shape_b']))}" if request_fields.get("shape_b") else "")
              + "</td></tr>",
              f"<tr><td>method</td><td>{html.escape(str(res['method']))} ({res['seconds'] * 1000:.1f} ms)"
-             f"{' · from the store' if res.get('cached') else ''}</td></tr>",
+             f"{' · stored result' if res.get('cached') else ''}</td></tr>",
              f"<tr><td>reason</td><td id=reason>{html.escape(str(res['reason']))}</td></tr>"]
     if res.get("witness"):
         parts.append(f"<tr><td>witness</td><td><code id=witness>{html.escape(json.dumps(res['witness']))}</code></td></tr>")
