@@ -362,5 +362,7 @@ def test_bad_input(tmp_path, capsys):
     c.write_text('[[claim]]\nname = "x"\na = "ptx:mma.m16n8k16.f32.C"\nb = "ptx:mma.m16n8k16.f32.C"\nexpect = "equal"\n')
     rc = main(["atlas", "--corpus", str(c)])
     assert rc == 2 and "no atlas claims" in capsys.readouterr().err
+    from layoutverify.adapters import adapter
     with pytest.raises(Exception, match="unknown tilus native reference"):
-        A.tilus_instruction_layout("bogus:1")
+        adapter("tilus").native("spatial(2)", reference="bogus:1")
+    assert not hasattr(A, "tilus_instruction_layout") and not hasattr(A, "_import")   # no framework code in apps

@@ -169,8 +169,15 @@ def parse(text: str, shape=None, **options) -> Layout:
     return _check_shape(lay, shape, text)
 
 
-def native(text: str, shape=None, **options) -> Layout:
-    """The installed tilus's answer for ``text`` (built and mapped by tilus's own functions)."""
+def native(text: str, shape=None, *, reference: str | None = None, **options) -> Layout:
+    """The installed tilus's answer for ``text`` (built and mapped by tilus's own functions).
+
+    ``reference`` (e.g. ``"mma_dot:m16n8k16v1_f16_f16:A"``, ``"tcgen05_ldst:16x256b"``) names a layout
+    Tilus defines in its instruction modules instead (:mod:`.instructions`); ``text`` is then only
+    the expression being judged, and the answer is Tilus's own definition."""
+    if reference:
+        from .instructions import instruction_layout
+        return _check_shape(instruction_layout(reference), shape, text)
     warp_size = _options(options)
     nat = _native_oracle
     obj = nat.build(text)

@@ -28,19 +28,22 @@ framework's own definition lives; otherwise the text itself goes to the framewor
 
 * Triton: the text through Triton's own parser and ``toLinearLayout`` (:func:`layoutverify.adapters.triton.native.native_many`,
   one subprocess for all Triton cells);
-* Tilus: ``native = "mma_dot:NAME:A|B|C"`` (``AtomicMmaConfig`` of ``tilus.ir.instructions.cuda.mma_dot``),
-  ``"ldmatrix:NBYTES:false|true"`` / ``"stmatrix:..."`` (``tilus.ir.layout.cuda.ldmatrix``),
-  ``"wgmma:M,N,INST_M,INST_N,INST_K"`` (``generate_wgmma_register_layout`` of Tilus's wgmma layout rule),
-  mapped to the canonical form by Tilus's own ``get_global``; otherwise Tilus builds the expression
-  (:func:`layoutverify.adapters.tilus.native`);
+* Tilus: ``native = "mma_dot:NAME:A|B|C"``, ``"ldmatrix:NBYTES:false|true"`` / ``"stmatrix:..."``,
+  ``"wgmma:M,N,INST_M,INST_N,INST_K"``, ``"tcgen05_ldst:SHAPE"`` name layouts defined in Tilus's
+  instruction modules (:mod:`layoutverify.adapters.tilus.instructions`), mapped to the canonical form by
+  Tilus's own ``get_global``; otherwise Tilus builds the expression (:func:`layoutverify.adapters.tilus.native`);
 * IREE: ``iree-opt`` distributes the nested layout (:func:`layoutverify.adapters.iree.native`);
-* CuTe: :func:`layoutverify.adapters.cute.native` when that adapter offers one; otherwise the cell says native
-  checking is unavailable.
+* CuTe: :func:`layoutverify.adapters.cute.native`: MMA and copy atoms from CUTLASS's C++ traits
+  (``MMA_Traits``/``Copy_Traits`` compiled from the headers in the nvidia-cutlass wheel, results
+  cached), other layouts through pycute; without a C++ compiler the cell says native checking is
+  unavailable.
+
+Every native answer comes from the framework's adapter (``layoutverify.adapters.adapter(fw).native``);
+the atlas holds no framework code.
 """
 from __future__ import annotations
 
 import html
-import importlib
 import importlib.resources
 import json
 from dataclasses import dataclass, field
@@ -328,34 +331,38 @@ class _Unavailable(Exception):
 
 
 def _native_one(fw: str, text: str, claim: Claim):
-    """(layout, source) of side b from the installed framework ``fw``."""
-    if fw == "tilus":
-        if claim.native:
-            return tilus_instruction_layout(claim.native), f"tilus {claim.native}"
-        mod = _import("layoutverify.adapters.tilus", fw)
-        return _guard(lambda: mod.native(text, shape=claim.shape_b, **claim.options_b), fw), "tilus (expression)"
-    if fw == "iree":
-        mod = _import("layoutverify.adapters.iree", fw)
-        return _guard(lambda: mod.native(text, shape=claim.shape_b, **claim.options_b), fw), "iree-opt"
-    if fw == "cute":
-        mod = _import("layoutverify.adapters.cute", fw)
-        if not hasattr(mod, "native"):
-            raise _Unavailable("layoutverify.adapters.cute has no native() (CuTe's C++ MMA/Copy_Traits are not wired in); "
-                               "the CuTe cell is our transcription of CUTLASS's traits only")
-        try:
-            return _guard(lambda: mod.native(text, shape=claim.shape_b, **claim.options_b), fw), "cute (pycute)"
-        except UnsupportedError as e:
-            # pycute has no MMA/copy atoms; CUTLASS's C++ traits are compared with our catalogue by
-            # tests/test_cute_algebra_cpp.py (needs a C++ compiler), not at atlas time.
-            raise _Unavailable(f"no native CuTe answer here: {e}; the atom catalogue is checked against CUTLASS's C++ traits in the tests") from None
-    raise _Unavailable(f"no native source for framework {fw!r}")
-
-
-def _import(name: str, fw: str):
+    """(layout, source) of side b from the installed framework ``fw``, through its adapter's ``native()``
+    (a claim's ``native`` reference is passed on as ``reference=``)."""
+    from layoutverify.adapters import adapter
     try:
-        return importlib.import_module(name)
-    except ImportError as e:
+        mod = adapter(fw)
+    except (LayoutError, ImportError) as e:
         raise _Unavailable(f"the {fw} adapter is not available: {e}") from None
+    if not hasattr(mod, "native"):
+        raise _Unavailable(f"the {fw} adapter has no native() (no installed framework to ask)")
+    kw = dict(claim.options_b)
+    if claim.native:
+        kw["reference"] = claim.native
+    try:
+        lay = _guard(lambda: mod.native(text, shape=claim.shape_b, **kw), fw)
+    except UnsupportedError as e:
+        raise _Unavailable(f"no native {fw} answer here: {e}") from None
+    return lay, _SOURCES.get(fw, fw) + (f" {claim.native}" if claim.native else "") + _source_detail(lay)
+
+
+#: how each framework's native answer is obtained (for the report)
+_SOURCES = {"tilus": "tilus", "iree": "iree-opt", "cute": "cute", "triton": "triton"}
+
+
+def _source_detail(layout) -> str:
+    """The adapter's own note of where a native layout came from, if its name carries one
+    (``cute-cpp:`` = compiled CUTLASS C++, ``pycute:`` = the Python CuTe)."""
+    name = getattr(layout, "name", "") or ""
+    for prefix, what in (("cute-cpp:", " (CUTLASS C++ traits, compiled)"), ("pycute:", " (pycute)"),
+                         ("tilus-native:", "")):
+        if name.startswith(prefix):
+            return what
+    return ""
 
 
 def _guard(fn, fw: str):
@@ -381,47 +388,6 @@ def _judge(claim: Claim, native_layout, source: str) -> Native:
         return Native("error", source, message=str(e))
     return Native("ok", source, r1.verdict, _jsonable(r1.witness), r2.verdict, _jsonable(r2.witness),
                   r1.reason if r1.verdict != "equal" else "")
-
-
-def tilus_instruction_layout(ref: str):
-    """The canonical form of a layout defined in Tilus's own instruction modules (see module doc)."""
-    kind, _, rest = ref.partition(":")
-    try:
-        if kind == "mma_dot":
-            from tilus.ir.instructions.cuda.mma_dot import AtomicMmaConfig
-            name, _, operand = rest.partition(":")
-            configs = AtomicMmaConfig.all_configs()
-            if name not in configs or operand not in ("A", "B", "C"):
-                raise LayoutError(f"tilus native reference {ref!r}: no mma_dot config {name!r} operand {operand!r} "
-                                  f"(configs: {', '.join(sorted(configs))})")
-            cfg = configs[name]
-            lay = {"A": cfg.la, "B": cfg.lb, "C": cfg.lc}[operand]
-        elif kind in ("ldmatrix", "stmatrix"):
-            from tilus.ir.layout.cuda import ldmatrix as L
-            nbytes, _, trans = rest.partition(":")
-            if not (nbytes.isascii() and nbytes.isdigit()) or trans not in ("true", "false"):
-                raise LayoutError(f"tilus native reference {ref!r}: write {kind}:NBYTES:true|false")
-            configs = (L.LoadMatrixConfig if kind == "ldmatrix" else L.StoreMatrixConfig).all()
-            found = [c for c in configs if c.nbytes == int(nbytes) and c.trans == (trans == "true")]
-            if not found:
-                raise LayoutError(f"tilus native reference {ref!r}: Tilus has no such {kind} config")
-            lay = getattr(found[0], f"{kind}_layout")
-        elif kind == "wgmma":
-            from tilus.ir.layout.inference.inference_rules.wgmma import generate_wgmma_register_layout
-            parts = rest.split(",")
-            if len(parts) != 5 or not all((p.strip().isascii() and p.strip().isdigit()) for p in parts):
-                raise LayoutError(f"tilus native reference {ref!r}: write wgmma:M,N,INST_M,INST_N,INST_K")
-            lay = generate_wgmma_register_layout(*(int(p) for p in parts))
-        else:
-            raise LayoutError(f"unknown tilus native reference {ref!r} (mma_dot:, ldmatrix:, stmatrix:, wgmma:)")
-    except ImportError as e:
-        raise _Unavailable(f"tilus is not installed (or moved its instruction modules): {e}") from None
-    except LayoutError:
-        raise
-    except Exception as e:  # tilus's own assertion errors
-        raise NativeError(f"tilus failed on {ref!r}: {type(e).__name__}: {e}") from None
-    conv = importlib.import_module("layoutverify.adapters.tilus.oracle")
-    return conv.register_to_layout(lay, name=f"tilus-native:{ref}")
 
 
 # ---------------------------------------------------------------------------------------------
