@@ -1,0 +1,481 @@
+"""The interpreter loop: one CTA, all threads in lock step, over a parsed :class:`~.parser.Program`.
+
+Lock step makes ``shfl.sync`` and the collective ``ldmatrix``/``stmatrix`` exact. Barriers are
+checked rather than assumed: every shared-memory byte remembers the barrier epoch and the warp of
+its last write and read, and a read (write) of a byte that another warp wrote (read or wrote) in
+the same epoch is a race, reported as an error. Branches must be uniform over the active threads.
+
+:class:`Traffic` counts what the conversion moves: shared-memory bytes and instructions per
+direction, bank-conflict wavefronts (32 banks of 4 bytes; an access of ``w`` bytes per thread is
+served in phases of ``128 / w`` threads, ``ldmatrix``/``stmatrix`` one phase per 8x8 matrix; a
+phase costs the largest number of distinct words in one bank), warp shuffles, barriers and the
+register instructions that move data bytes.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from layoutverify.core.errors import LayoutError
+
+from . import semantics
+from .parser import Program
+from .state import PARAM_BASE, UNDEF, Global, Registers, Shared, concrete, from_uint, to_uint, type_width
+
+
+class SimError(LayoutError):
+    """The PTX does something the interpreter does not model, or does wrong (a race, a divergent
+    branch, arithmetic on data). The message names the PTX line and instruction."""
+
+
+@dataclass
+class Traffic:
+    shared_store_bytes: int = 0
+    shared_load_bytes: int = 0
+    shared_store_instructions: int = 0      # warp-level
+    shared_load_instructions: int = 0
+    store_wavefronts: int = 0
+    load_wavefronts: int = 0
+    shuffles: int = 0                        # warp-level shfl.sync
+    barriers: int = 0
+    data_moves: int = 0                      # warp-level... counted per instruction, not per warp
+    instructions: int = 0                    # instructions executed (per CTA, not per warp)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+_SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid|laneid|warpid|nwarpid|cluster_ctarank|cluster_nctarank|"
+                      r"clusterid|nclusterid|cluster_ctaid|cluster_nctaid)(?:\.([xyz]))?$")
+_IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)U?$")
+_FIMM = re.compile(r"^0[fFdD][0-9a-fA-F]+$")
+
+
+class Machine:
+    def __init__(self, program: Program, *, threads: int | None = None, element_bytes: int = 2,
+                 input_elements: int = 0):
+        self.program = program
+        self.threads = threads or program.threads
+        if not self.threads:
+            raise SimError("the kernel does not say its thread count (.reqntid); pass threads")
+        if self.threads % 32:
+            raise SimError(f"{self.threads} threads is not a whole number of warps")
+        self.regs = Registers(self.threads, program.registers, program.reg_prefixes)
+        self.shared = Shared()
+        self.glob = Global(element_bytes, input_elements)
+        self.tid = np.arange(self.threads, dtype=np.int64)
+        self.lane = self.tid % 32
+        self.warp = self.tid // 32
+        self.epoch = 0
+        self.traffic = Traffic()
+        self.observed: list[np.ndarray] = []
+        self.undefined_arith = 0
+        self.races: list[str] = []
+        self._dispatch = dict(semantics.HANDLERS)
+        self._dispatch.update({"ld": self._ld, "st": self._st, "ldmatrix": self._ldmatrix,
+                               "stmatrix": self._stmatrix, "shfl": self._shfl, "bar": self._bar,
+                               "barrier": self._bar, "membar": self._nop, "fence": self._nop})
+
+    # -- operands ----------------------------------------------------------------------------
+    def read(self, op, width: int | None) -> np.ndarray:
+        """``(threads, width)`` bytes of an operand (register, special register, immediate, symbol)."""
+        if isinstance(op, tuple):
+            raise SimError(f"a vector operand {op} where a scalar is expected")
+        if op.startswith("%"):
+            m = _SPECIAL.match(op)
+            if m and op not in self.regs.declared and op.rstrip("0123456789") not in self.regs.prefixes:
+                return from_uint(self._special(m.group(1), m.group(2) or "x"), width or 4)
+            v = self.regs.get(op, width)
+            if width is not None and v.shape[1] != width:
+                v = v[:, :width] if v.shape[1] > width else np.concatenate(
+                    [v, np.zeros((v.shape[0], width - v.shape[1]), dtype=np.int64)], axis=1)
+            return v
+        if _IMM.match(op):
+            v = int(op.rstrip("U"), 0)
+            w = width or 4
+            return from_uint(np.full(self.threads, v & ((1 << (8 * w)) - 1), dtype=np.uint64), w)
+        if _FIMM.match(op):
+            v = int(op[2:], 16)
+            return from_uint(np.full(self.threads, v, dtype=np.uint64), width or 4)
+        if op == "global_smem" or op in self._shared_symbols():
+            return from_uint(np.zeros(self.threads, dtype=np.uint64), width or 4)
+        if op in self.program.params:
+            return from_uint(np.full(self.threads, self._param_ptr(op), dtype=np.uint64), width or 8)
+        raise SimError(f"unknown operand {op!r}")
+
+    def _shared_symbols(self):
+        return ("global_smem",)
+
+    def _param_ptr(self, name: str) -> int:
+        return PARAM_BASE * (self.program.params.index(name) + 1)
+
+    def _special(self, name: str, axis: str) -> np.ndarray:
+        zero = np.zeros(self.threads, dtype=np.uint64)
+        if name == "tid":
+            return self.tid.astype(np.uint64) if axis == "x" else zero
+        if name == "ntid":
+            return np.full(self.threads, self.threads if axis == "x" else 1, dtype=np.uint64)
+        if name == "laneid":
+            return self.lane.astype(np.uint64)
+        if name == "warpid":
+            return self.warp.astype(np.uint64)
+        if name == "nwarpid":
+            return np.full(self.threads, self.threads // 32, dtype=np.uint64)
+        if name in ("nctaid", "cluster_nctarank", "cluster_nctaid", "nclusterid"):
+            return np.ones(self.threads, dtype=np.uint64)
+        return zero  # ctaid, clusterid, cluster_ctarank, cluster_ctaid: one CTA, the first
+
+    def write(self, name, value: np.ndarray, mask) -> None:
+        if name == "_":
+            return
+        if isinstance(name, tuple):
+            raise SimError(f"a vector destination {name} where a scalar is expected")
+        if not name.startswith("%") or _SPECIAL.match(name) and name not in self.regs.declared and \
+                name.rstrip("0123456789") not in self.regs.prefixes:
+            raise SimError(f"cannot write to {name!r}")
+        self.regs.set(name, value, mask)
+
+    def pred(self, op: str, ins, mask) -> np.ndarray:
+        neg = op.startswith("!")
+        b = self.read(op.lstrip("!"), 1)
+        if not concrete(b)[mask].all():
+            if (b[mask] >= 256).any():
+                raise SimError(f"PTX line {ins.line}: a predicate computed from data")
+            raise SimError(f"PTX line {ins.line}: predicate {op} is undefined")
+        v = np.clip(b[:, 0], 0, 255) != 0
+        return ~v if neg else v
+
+    def observe(self, value: np.ndarray, mask) -> None:
+        if not mask.all():
+            raise SimError("an observed register under a predicate")
+        self.observed.append(value.copy())
+
+    def address(self, op, mask) -> np.ndarray:
+        if not (isinstance(op, tuple) and op and op[0] == "addr"):
+            raise SimError(f"expected an address operand, got {op!r}")
+        _, base, off = op
+        b = self.read(base, None if base.startswith("%") else 8)
+        if not concrete(b)[mask].all():
+            raise SimError(f"an address computed from data or undefined ({base})")
+        return (to_uint(np.clip(b, 0, 255)) + np.uint64(off & ((1 << 64) - 1))) & np.uint64((1 << 64) - 1)
+
+    # -- run ----------------------------------------------------------------------------------
+    def run(self, max_steps: int = 2_000_000) -> None:
+        prog = self.program
+        pc = 0
+        steps = 0
+        everyone = np.ones(self.threads, dtype=bool)
+        while pc < len(prog.instructions):
+            ins = prog.instructions[pc]
+            steps += 1
+            if steps > max_steps:
+                raise SimError("the kernel ran too long (a loop that does not end?)")
+            mask = everyone
+            if ins.guard is not None:
+                mask = self.pred(ins.guard, ins, everyone)
+                if ins.negate:
+                    mask = ~mask
+            head = ins.parts[0]
+            if head in ("ret", "exit"):
+                if not mask.all() and mask.any():
+                    raise SimError(f"PTX line {ins.line}: {head} taken by some threads only (divergence)")
+                if mask.all():
+                    break
+                pc += 1
+                continue
+            if head == "bra":
+                if mask.any() and not mask.all():
+                    raise SimError(f"PTX line {ins.line}: a branch taken by some threads only (divergence)")
+                if mask.all():
+                    target = ins.operands[0]
+                    if target not in prog.labels:
+                        raise SimError(f"PTX line {ins.line}: unknown label {target}")
+                    pc = prog.labels[target]
+                else:
+                    pc += 1
+                continue
+            handler = self._dispatch.get(head)
+            if handler is None:
+                raise SimError(f"PTX line {ins.line}: the instruction {ins.opcode!r} is not modelled "
+                               f"({ins.text.strip()})")
+            self.traffic.instructions += 1
+            if mask.any():
+                try:
+                    handler(self, ins, mask) if handler in semantics.HANDLERS.values() else handler(ins, mask)
+                except SimError:
+                    raise
+                except (ValueError, KeyError, IndexError) as e:
+                    raise SimError(f"PTX line {ins.line}: {ins.opcode}: {e}") from None
+            pc += 1
+
+    # -- memory ---------------------------------------------------------------------------------
+    @staticmethod
+    def _vec(parts) -> int:
+        for p in parts:
+            if p in ("v2", "v4", "v8"):
+                return int(p[1:])
+        return 1
+
+    def _space(self, ins) -> str:
+        for p in ins.parts[1:]:
+            if p in ("shared", "global", "param", "local", "const") or p.startswith("shared::"):
+                return "shared" if p.startswith("shared") else p
+        return "generic"
+
+    def _ld(self, ins, mask):
+        space = self._space(ins)
+        ty = semantics._ty(ins)
+        w = type_width(ty)
+        n = self._vec(ins.parts)
+        dst, addr_op = ins.operands[0], ins.operands[1]
+        dsts = list(dst) if isinstance(dst, tuple) else [dst]
+        if len(dsts) != n:
+            raise SimError(f"PTX line {ins.line}: {n}-vector load into {len(dsts)} registers")
+        if space == "param":
+            _, name, off = addr_op
+            if name not in self.program.params or off:
+                raise SimError(f"PTX line {ins.line}: unknown parameter {name}")
+            self.write(dsts[0], from_uint(np.full(self.threads, self._param_ptr(name), dtype=np.uint64), w), mask)
+            return
+        addr = self.address(addr_op, mask)
+        if space == "global":
+            data = np.full((self.threads, n * w), UNDEF, dtype=np.int64)
+            data[mask] = self.glob.load(addr[mask], n * w)
+        elif space == "shared":
+            data = self._shared_read(addr, n * w, mask, ins)
+            self.traffic.shared_load_instructions += len(np.unique(self.warp[mask]))
+            self.traffic.shared_load_bytes += int(mask.sum()) * n * w
+            self.traffic.load_wavefronts += self._wavefronts(addr, n * w, mask)
+        else:
+            raise SimError(f"PTX line {ins.line}: loads from {space} memory are not modelled")
+        for i, d in enumerate(dsts):
+            self.write(d, data[:, i * w:(i + 1) * w], mask)
+
+    def _st(self, ins, mask):
+        space = self._space(ins)
+        ty = semantics._ty(ins)
+        w = type_width(ty)
+        n = self._vec(ins.parts)
+        addr_op, src = ins.operands[0], ins.operands[1]
+        srcs = list(src) if isinstance(src, tuple) else [src]
+        if len(srcs) != n:
+            raise SimError(f"PTX line {ins.line}: {n}-vector store of {len(srcs)} registers")
+        data = np.concatenate([self.read(s, w) for s in srcs], axis=1)
+        addr = self.address(addr_op, mask)
+        if space == "global":
+            self.glob.store(addr[mask], data[mask], self.tid[mask])
+        elif space == "shared":
+            self._shared_write(addr, data, mask, ins)
+            self.traffic.shared_store_instructions += len(np.unique(self.warp[mask]))
+            self.traffic.shared_store_bytes += int(mask.sum()) * n * w
+            self.traffic.store_wavefronts += self._wavefronts(addr, n * w, mask)
+        else:
+            raise SimError(f"PTX line {ins.line}: stores to {space} memory are not modelled")
+
+    def _shared_index(self, addr, nbytes, mask, ins):
+        a = addr.astype(np.int64)
+        if (a[mask] % min(nbytes, 16)).any():
+            raise SimError(f"PTX line {ins.line}: misaligned shared-memory access")
+        if (a[mask] < 0).any() or (a[mask] + nbytes > self.shared.data.size).any():
+            raise SimError(f"PTX line {ins.line}: shared-memory access out of range")
+        return a[:, None] + np.arange(nbytes)[None, :]
+
+    def _shared_read(self, addr, nbytes, mask, ins, warps=None):
+        idx = self._shared_index(addr, nbytes, mask, ins)[mask]
+        sh = self.shared
+        warp = (self.warp[mask] if warps is None else warps[mask])[:, None]
+        race = (sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp)
+        if race.any():
+            i = np.argwhere(race)[0]
+            raise SimError(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} reads shared byte "
+                           f"{int(idx[i[0], i[1]])} that warp {int(sh.write_warp[idx[i[0], i[1]]])} wrote "
+                           f"with no barrier in between")
+        sh.read_epoch[idx] = self.epoch
+        sh.read_warp[idx] = warp
+        out = np.full((self.threads, nbytes), UNDEF, dtype=np.int64)
+        out[mask] = sh.data[idx]
+        return out
+
+    def _shared_write(self, addr, data, mask, ins):
+        nbytes = data.shape[1]
+        idx = self._shared_index(addr, nbytes, mask, ins)[mask]
+        sh = self.shared
+        warp = self.warp[mask][:, None]
+        race = ((sh.read_epoch[idx] == self.epoch) & (sh.read_warp[idx] != warp)) | \
+            ((sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp))
+        if race.any():
+            i = np.argwhere(race)[0]
+            raise SimError(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} writes shared byte "
+                           f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between")
+        sh.data[idx] = data[mask]
+        sh.write_epoch[idx] = self.epoch
+        sh.write_warp[idx] = warp
+
+    def _wavefronts(self, addr, width, mask) -> int:
+        a = addr.astype(np.int64)
+        group = max(1, min(32, 128 // max(width, 4)))
+        words_per = max(1, width // 4)
+        total = 0
+        for w in np.unique(self.warp[mask]):
+            for g0 in range(0, 32, group):
+                sel = mask & (self.warp == w) & (self.lane >= g0) & (self.lane < g0 + group)
+                if not sel.any():
+                    continue
+                words = (a[sel][:, None] // 4 + np.arange(words_per)[None, :]).reshape(-1)
+                total += _phase_cost(words)
+        return total
+
+    def _ldmatrix(self, ins, mask):
+        self._matrix(ins, mask, load=True)
+
+    def _stmatrix(self, ins, mask):
+        self._matrix(ins, mask, load=False)
+
+    def _matrix(self, ins, mask, load: bool):
+        parts = ins.parts
+        if "m8n8" not in parts or ("b16" not in parts):
+            raise SimError(f"PTX line {ins.line}: only the m8n8 .b16 shape of {parts[0]} is modelled")
+        if not mask.all():
+            raise SimError(f"PTX line {ins.line}: {parts[0]} under a predicate")
+        num = next((int(p[1:]) for p in parts if p in ("x1", "x2", "x4")), None)
+        if num is None:
+            raise SimError(f"PTX line {ins.line}: {parts[0]} without .x1/.x2/.x4")
+        trans = "trans" in parts
+        if load:
+            regs, addr_op = ins.operands
+        else:
+            addr_op, regs = ins.operands
+        regs = list(regs) if isinstance(regs, tuple) else [regs]
+        if len(regs) != num:
+            raise SimError(f"PTX line {ins.line}: .x{num} with {len(regs)} registers")
+        addr = self.address(addr_op, mask).astype(np.int64)
+        T = self.threads
+        # thread t of a warp holds, in register i, elements (row, col) = (t//4, 2*(t%4)+k) of matrix i
+        # (transposed: (2*(t%4)+k, t//4)); row r of matrix i starts at the address of lane 8*i + r
+        lane = self.lane
+        rows = np.stack([lane // 4, lane // 4], axis=1)
+        cols = np.stack([2 * (lane % 4), 2 * (lane % 4) + 1], axis=1)
+        if trans:
+            rows, cols = cols, rows
+        base = self.warp * 32
+        for i, r in enumerate(regs):
+            row_addr = addr[base[:, None] + 8 * i + rows]            # (T, 2)
+            byte_addr = row_addr + 2 * cols                            # (T, 2) start of each b16
+            idx = (byte_addr[:, :, None] + np.arange(2)[None, None, :]).reshape(T, 4)
+            if load:
+                data = self._shared_read_idx(idx, ins)
+                self.write(r, data, mask)
+            else:
+                data = self.read(r, 4)
+                self._shared_write_idx(idx, data, ins)
+        # traffic: every lane moves 4 bytes per matrix; one phase per matrix and warp
+        nbytes = T * 4 * num
+        phases = 0
+        for w in range(T // 32):
+            for i in range(num):
+                starts = addr[w * 32 + 8 * i: w * 32 + 8 * i + 8]
+                words = (starts[:, None] // 4 + np.arange(4)[None, :]).reshape(-1)
+                phases += _phase_cost(words)
+        if load:
+            self.traffic.shared_load_bytes += nbytes
+            self.traffic.shared_load_instructions += T // 32
+            self.traffic.load_wavefronts += phases
+        else:
+            self.traffic.shared_store_bytes += nbytes
+            self.traffic.shared_store_instructions += T // 32
+            self.traffic.store_wavefronts += phases
+
+    def _shared_read_idx(self, idx, ins):
+        """Read explicit byte indices ``idx`` (threads, n) for a warp-collective instruction: the
+        bytes may come from rows other lanes addressed (same warp: no race between lanes)."""
+        sh = self.shared
+        if (idx < 0).any() or (idx >= sh.data.size).any():
+            raise SimError(f"PTX line {ins.line}: shared-memory access out of range")
+        warp = self.warp[:, None]
+        race = (sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp)
+        if race.any():
+            raise SimError(f"PTX line {ins.line}: race: ldmatrix reads shared memory another warp wrote "
+                           f"with no barrier in between")
+        sh.read_epoch[idx] = self.epoch
+        sh.read_warp[idx] = warp
+        return sh.data[idx]
+
+    def _shared_write_idx(self, idx, data, ins):
+        sh = self.shared
+        if (idx < 0).any() or (idx >= sh.data.size).any():
+            raise SimError(f"PTX line {ins.line}: shared-memory access out of range")
+        warp = self.warp[:, None]
+        race = ((sh.read_epoch[idx] == self.epoch) & (sh.read_warp[idx] != warp)) | \
+            ((sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp))
+        if race.any():
+            raise SimError(f"PTX line {ins.line}: race: stmatrix writes shared memory another warp used "
+                           f"with no barrier in between")
+        sh.data[idx] = data
+        sh.write_epoch[idx] = self.epoch
+        sh.write_warp[idx] = warp
+
+    # -- shuffles and barriers ---------------------------------------------------------------------
+    def _shfl(self, ins, mask):
+        parts = ins.parts
+        mode = next((p for p in parts if p in ("idx", "bfly", "up", "down")), None)
+        if "sync" not in parts or mode is None or "b32" not in parts:
+            raise SimError(f"PTX line {ins.line}: only shfl.sync.{{idx,bfly,up,down}}.b32 is modelled")
+        dst, a, b, c, membermask = ins.operands
+        d, _, p = dst.partition("|")
+        mm = int(semantics._ints(self, ins, membermask, 4, mask)[0])
+        if mm != 0xFFFFFFFF or not mask.all():
+            raise SimError(f"PTX line {ins.line}: a shuffle over a partial warp (membermask {mm:#x})")
+        val = self.read(a, 4)
+        bv = semantics._ints(self, ins, b, 4, mask).astype(np.int64) & 31
+        cv = semantics._ints(self, ins, c, 4, mask).astype(np.int64)
+        lane = self.lane
+        clamp = cv & 31
+        seg = (cv >> 8) & 31
+        max_lane = (lane & seg) | (clamp & ~seg)
+        min_lane = lane & seg
+        if mode == "up":
+            j = lane - bv
+            ok = j >= max_lane
+        elif mode == "down":
+            j = lane + bv
+            ok = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ bv
+            ok = j <= max_lane
+        else:
+            j = min_lane | (bv & ~seg)
+            ok = j <= max_lane
+        j = np.where(ok, j, lane)
+        src = self.warp * 32 + j
+        self.write(d, val[src], mask)
+        if p:
+            self.write(p, ok.astype(np.int64)[:, None], mask)
+        self.traffic.shuffles += self.threads // 32
+
+    def _bar(self, ins, mask):
+        parts = ins.parts
+        if parts[0] == "bar" and "warp" in parts:
+            return  # bar.warp.sync: lock step already
+        if not mask.all():
+            raise SimError(f"PTX line {ins.line}: a barrier under a predicate")
+        if len(ins.operands) > 1:
+            count = int(ins.operands[1], 0) if _IMM.match(ins.operands[1]) else None
+            if count != self.threads:
+                raise SimError(f"PTX line {ins.line}: a named barrier over part of the CTA is not modelled")
+        if not ("sync" in parts or "aligned" in parts):
+            raise SimError(f"PTX line {ins.line}: {ins.opcode} (arrive/red) is not modelled")
+        self.epoch += 1
+        self.traffic.barriers += 1
+
+    def _nop(self, ins, mask):
+        return
+
+
+def _phase_cost(words: np.ndarray) -> int:
+    """Wavefronts of one phase: the most distinct 4-byte words that fall in one of 32 banks."""
+    u = np.unique(words)
+    if u.size == 0:
+        return 0
+    return int(np.bincount(u % 32, minlength=32).max())

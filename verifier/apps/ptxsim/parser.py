@@ -1,0 +1,184 @@
+"""PTX text -> :class:`Program`: the first ``.entry`` function's instructions, register
+declarations, parameters and labels.
+
+An instruction is ``[@[!]%p] opcode operand, operand, ...;``. Operands stay text except that a
+vector ``{a, b}`` becomes a tuple and an address ``[base + off]`` becomes ``("addr", base, off)``.
+Comments are dropped, but an instruction whose line carries ``// lv-observe`` is flagged
+``observe`` (the marker the conversion kernel puts on every observed register). Debug sections,
+``.loc`` and ``.file`` directives are skipped. Anything else unexpected raises
+:class:`~layoutverify.core.errors.ParseError` naming the line.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from layoutverify.core.errors import ParseError
+
+OBSERVE_MARK = "lv-observe"
+
+_REG_DECL = re.compile(r"\.reg\s+\.(\w+)\s+(%?[\w$]+)(?:<(\d+)>)?\s*;")
+_PARAM = re.compile(r"\.param\s+[^,()]*?([A-Za-z_$][\w$]*)\s*(?:\[\d+\])?\s*(?:,|\)|$)")
+_NTID = re.compile(r"\.(?:reqntid|maxntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
+_LABEL = re.compile(r"^([$\w]+):$")
+_GUARD = re.compile(r"^@(!?)(%[\w]+)\s+")
+
+
+@dataclass
+class Instruction:
+    opcode: str                  # e.g. "ld.shared.v4.b32"
+    operands: list               # text, tuples (vectors) or ("addr", base, offset)
+    guard: str | None = None     # predicate register, or None
+    negate: bool = False         # @!%p
+    observe: bool = False        # carries the // lv-observe marker
+    line: int = 0                # 1-based line number in the PTX text
+    text: str = ""
+
+    @property
+    def parts(self) -> list[str]:
+        return self.opcode.split(".")
+
+
+@dataclass
+class Program:
+    name: str
+    instructions: list[Instruction]
+    labels: dict[str, int]                       # label -> index of the next instruction
+    registers: dict[str, str] = field(default_factory=dict)   # register name -> declared type ("b32", "pred")
+    reg_prefixes: dict[str, str] = field(default_factory=dict)  # "%r" -> "b32" (from %r<58>)
+    params: list[str] = field(default_factory=list)
+    threads: int | None = None                   # .reqntid / .maxntid (x*y*z)
+    target: str | None = None
+
+
+def _split_operands(text: str) -> list[str]:
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def _operand(tok: str, lineno: int):
+    tok = tok.strip()
+    if tok.startswith("{"):
+        if not tok.endswith("}"):
+            raise ParseError(f"PTX line {lineno}: unterminated vector operand {tok!r}", token=tok)
+        return tuple(t.strip() for t in tok[1:-1].split(","))
+    if tok.startswith("["):
+        if not tok.endswith("]"):
+            raise ParseError(f"PTX line {lineno}: unterminated address operand {tok!r}", token=tok)
+        inner = tok[1:-1].replace(" ", "")
+        m = re.fullmatch(r"([%\w$.]+)(?:([+-])(0x[0-9a-fA-F]+|\d+))?", inner)
+        if not m:
+            raise ParseError(f"PTX line {lineno}: unsupported address {tok!r}", token=tok)
+        off = int(m.group(3), 0) if m.group(3) else 0
+        return ("addr", m.group(1), -off if m.group(2) == "-" else off)
+    return tok
+
+
+def parse_ptx(ptx: str) -> Program:
+    """Parse the first ``.entry`` function of ``ptx``."""
+    lines = ptx.splitlines()
+    target = None
+    start = None
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if s.startswith(".target"):
+            target = s.split()[1].rstrip(",;")
+        if ".entry" in s and not s.startswith("//"):
+            start = i
+            break
+    if start is None:
+        raise ParseError("no .entry function in the PTX text")
+    name = re.search(r"\.entry\s+([\w$]+)", lines[start]).group(1)
+    params: list[str] = []
+    threads = None
+    i = start
+    # header: parameters up to the body's opening brace
+    while i < len(lines) and lines[i].strip() != "{":
+        for m in _PARAM.finditer(lines[i]):
+            params.append(m.group(1))
+        m = _NTID.search(lines[i])
+        if m:
+            threads = 1
+            for g in m.groups():
+                threads *= int(g) if g else 1
+        i += 1
+    if i >= len(lines):
+        raise ParseError("the .entry function has no body")
+    depth = 0
+    instructions: list[Instruction] = []
+    labels: dict[str, int] = {}
+    registers: dict[str, str] = {}
+    prefixes: dict[str, str] = {}
+    pending = ""
+    pending_line = 0
+    pending_observe = False
+    for lineno in range(i + 1, len(lines) + 1):
+        raw = lines[lineno - 1]
+        observe = OBSERVE_MARK in raw
+        s = raw.split("//", 1)[0].strip()
+        if not s:
+            continue
+        if s == "{":
+            depth += 1
+            continue
+        if s == "}":
+            if depth == 0:
+                break
+            depth -= 1
+            continue
+        if s.startswith((".loc", ".file", ".pragma")):
+            continue
+        m = _LABEL.match(s)
+        if m:
+            labels[m.group(1)] = len(instructions)
+            continue
+        if s.startswith(".reg"):
+            for m in _REG_DECL.finditer(s):
+                ty, nm, count = m.groups()
+                if count is not None:
+                    prefixes[nm] = ty
+                else:
+                    registers[nm] = ty
+            continue
+        if s.startswith(".shared") or s.startswith(".local"):
+            raise ParseError(f"PTX line {lineno}: local declarations ({s.split()[0]}) are not supported", token=s)
+        pending = (pending + " " + s).strip()
+        pending_observe |= observe
+        pending_line = pending_line or lineno
+        while ";" in pending:
+            stmt, pending = pending.split(";", 1)
+            stmt = stmt.strip()
+            pending = pending.strip()
+            if stmt:
+                instructions.append(_instruction(stmt, pending_line, pending_observe))
+            pending_observe = False
+            pending_line = lineno if pending else 0
+    return Program(name=name, instructions=instructions, labels=labels, registers=registers, reg_prefixes=prefixes,
+                   params=params, threads=threads, target=target)
+
+
+def _instruction(stmt: str, lineno: int, observe: bool) -> Instruction:
+    guard, negate = None, False
+    m = _GUARD.match(stmt)
+    if m:
+        negate, guard = m.group(1) == "!", m.group(2)
+        stmt = stmt[m.end():]
+    head, _, rest = stmt.partition(" ")
+    head = head.strip()
+    if not re.fullmatch(r"[a-z][\w.:]*", head):
+        raise ParseError(f"PTX line {lineno}: cannot read the instruction {stmt!r}", token=head)
+    ops = [_operand(t, lineno) for t in _split_operands(rest.strip())] if rest.strip() else []
+    return Instruction(opcode=head, operands=ops, guard=guard, negate=negate, observe=observe, line=lineno,
+                       text=stmt)

@@ -1,0 +1,159 @@
+"""Machine state: symbolic bytes, registers of every thread, shared and global memory.
+
+A byte is an ``int64``: ``0..255`` a concrete value, :data:`UNDEF` (``-1``) undefined, and
+``TAG0 + 8 * e + k`` (``>= 256``) byte ``k`` of logical element ``e`` (a data byte). A register
+of ``n`` bytes of all ``T`` threads is an array ``(T, n)``, little-endian (byte 0 lowest).
+
+Global memory: parameter ``i`` (a pointer) points to ``PARAM_BASE * (i + 1)``. The input buffer
+(parameter 0) reads as data bytes: its byte ``o`` is byte ``o % element_bytes`` of element
+``o // element_bytes``. Stores to any other parameter's buffer are recorded per byte with the
+storing thread.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+UNDEF = -1
+TAG0 = 256
+PARAM_BASE = 1 << 40
+SHARED_BYTES = 256 * 1024
+
+_WIDTH = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
+          "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8, "pred": 1, "f16x2": 4, "bf16x2": 4}
+
+
+def type_width(ty: str) -> int:
+    return _WIDTH[ty]
+
+
+def is_type(ty: str) -> bool:
+    return ty in _WIDTH
+
+
+def tag_bytes(elements: np.ndarray, element_bytes: int) -> np.ndarray:
+    """``(len, element_bytes)`` data bytes of the given elements."""
+    e = np.asarray(elements, dtype=np.int64)
+    return TAG0 + 8 * e[:, None] + np.arange(element_bytes, dtype=np.int64)[None, :]
+
+
+def concrete(b: np.ndarray) -> np.ndarray:
+    """Per row: every byte concrete."""
+    return ((b >= 0) & (b < 256)).all(axis=-1)
+
+
+def to_uint(b: np.ndarray) -> np.ndarray:
+    """Concrete byte rows -> ``uint64`` values (the caller checked :func:`concrete`)."""
+    v = np.zeros(b.shape[0], dtype=np.uint64)
+    for k in range(b.shape[1]):
+        v |= (b[:, k].astype(np.uint64) & np.uint64(0xFF)) << np.uint64(8 * k)
+    return v
+
+
+def from_uint(v: np.ndarray, n: int) -> np.ndarray:
+    v = np.asarray(v).astype(np.uint64)
+    out = np.empty((v.shape[0], n), dtype=np.int64)
+    for k in range(n):
+        out[:, k] = ((v >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.int64)
+    return out
+
+
+def describe_byte(x: int) -> str:
+    if x == UNDEF:
+        return "undefined"
+    if 0 <= x < 256:
+        return f"0x{x:02x}"
+    e, k = divmod(x - TAG0, 8)
+    return f"element {e} byte {k}"
+
+
+class Registers:
+    """Every thread's registers. Widths come from the PTX declarations (``%r<58>`` of ``.b32``)."""
+
+    def __init__(self, threads: int, declared: dict[str, str], prefixes: dict[str, str]):
+        self.threads = threads
+        self.declared = declared
+        self.prefixes = prefixes
+        self.values: dict[str, np.ndarray] = {}
+
+    def width(self, name: str, fallback: int | None = None) -> int:
+        ty = self.declared.get(name)
+        if ty is None:
+            base = name.rstrip("0123456789")
+            ty = self.prefixes.get(base)
+        if ty is None:
+            if fallback is None:
+                raise KeyError(name)
+            return fallback
+        return _WIDTH[ty]
+
+    def get(self, name: str, width: int | None = None) -> np.ndarray:
+        v = self.values.get(name)
+        if v is None:
+            n = self.width(name, width)
+            v = np.full((self.threads, n), UNDEF, dtype=np.int64)
+            self.values[name] = v
+        return v
+
+    def set(self, name: str, value: np.ndarray, mask: np.ndarray | None) -> None:
+        n = self.width(name, value.shape[1])
+        if value.shape[1] != n:  # writing a narrower/wider value: zero-extend or truncate bytewise
+            if value.shape[1] < n:
+                pad = np.zeros((value.shape[0], n - value.shape[1]), dtype=np.int64)
+                value = np.concatenate([value, pad], axis=1)
+            else:
+                value = value[:, :n]
+        if mask is None or mask.all():
+            self.values[name] = value.copy()
+        else:
+            cur = self.get(name, n).copy()
+            cur[mask] = value[mask]
+            self.values[name] = cur
+
+
+class Shared:
+    """Shared memory of one CTA, with the barrier epoch and the warp of the last write and read of
+    every byte (for race detection between warps)."""
+
+    def __init__(self, size: int = SHARED_BYTES):
+        self.data = np.full(size, UNDEF, dtype=np.int64)
+        self.write_epoch = np.full(size, -1, dtype=np.int64)
+        self.write_warp = np.full(size, -1, dtype=np.int64)
+        self.read_epoch = np.full(size, -1, dtype=np.int64)
+        self.read_warp = np.full(size, -1, dtype=np.int64)
+
+
+class Global:
+    """The kernel's global buffers: the input (parameter 0) reads as tagged elements; stores to
+    other buffers are recorded."""
+
+    def __init__(self, element_bytes: int, input_elements: int):
+        self.element_bytes = element_bytes
+        self.input_bytes = element_bytes * input_elements
+        self.stores: dict[int, dict[int, tuple[int, int]]] = {}   # param -> {offset: (byte, thread)}
+        self.conflicts: list[tuple[int, int, int, int]] = []      # (param, offset, old, new)
+
+    def load(self, addr: np.ndarray, n: int) -> np.ndarray:
+        out = np.full((addr.shape[0], n), UNDEF, dtype=np.int64)
+        param = (addr // np.uint64(PARAM_BASE)).astype(np.int64) - 1
+        off = (addr % np.uint64(PARAM_BASE)).astype(np.int64)
+        if (param != 0).any():
+            raise ValueError(f"load from buffer {int(param[param != 0][0])}, only the input (0) is readable")
+        for k in range(n):
+            o = off + k
+            if (o >= self.input_bytes).any():
+                raise ValueError(f"load past the input buffer (byte {int(o.max())} of {self.input_bytes})")
+            out[:, k] = TAG0 + 8 * (o // self.element_bytes) + o % self.element_bytes
+        return out
+
+    def store(self, addr: np.ndarray, value: np.ndarray, threads: np.ndarray) -> None:
+        param = (addr // np.uint64(PARAM_BASE)).astype(np.int64) - 1
+        off = (addr % np.uint64(PARAM_BASE)).astype(np.int64)
+        for i in range(addr.shape[0]):
+            buf = self.stores.setdefault(int(param[i]), {})
+            for k in range(value.shape[1]):
+                o = int(off[i]) + k
+                new = int(value[i, k])
+                old = buf.get(o)
+                if old is not None and old[0] != new:
+                    self.conflicts.append((int(param[i]), o, old[0], new))
+                buf[o] = (new, int(threads[i]))
