@@ -111,6 +111,21 @@ def test_errors_under_json_are_json_on_stdout(capsys, tmp_path, monkeypatch, arg
         assert doc["error"]["token"] and doc["error"]["column"] >= 1
 
 
+def test_internal_error_under_json_is_exit_70(capsys, monkeypatch):
+    """A bug of ours (here a command that raises RuntimeError) is code ``internal``, exit 70."""
+    from layoutverify.apps.commands import list as list_command
+
+    def broken(*a, **k):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(list_command, "items", broken)
+    monkeypatch.delenv("LAYOUTVERIFY_DEBUG", raising=False)
+    rc, out, err = _run(capsys, "list", "atoms", "--json")
+    doc = _doc(out, "error")
+    assert rc == 70 == doc["exit"] and doc["error"]["code"] == "internal" and "boom" in doc["error"]["message"]
+    rc, out, err = _run(capsys, "list", "atoms")
+    assert rc == 70 and out == "" and "internal error" in err and "boom" in err
+
+
 def test_errors_without_json_stay_one_line_on_stderr(capsys):
     rc, out, err = _run(capsys, "show", "cute:((4,8):(1,4)")
     assert rc == 2 and out == "" and err.count("\n") == 1 and err.startswith("layoutverify: error:")
