@@ -45,6 +45,22 @@ def test_schema_document_names_every_kind():
         assert re.search(rf"^## `{kind}`", text, re.M), kind
 
 
+#: subcommands without a JSON document: ``serve`` runs a server (its API answers JSON itself)
+NO_JSON = {"serve"}
+
+
+def test_every_subcommand_takes_json():
+    import argparse
+
+    from layoutverify.apps.cli import build_parser
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert {"show", "prove", "analyze", "check", "snapshot", "diff", "atlas", "list"} <= set(sub.choices)
+    for name, parser in sub.choices.items():
+        if name in NO_JSON:
+            continue
+        assert any("--json" in a.option_strings for a in parser._actions), f"{name} has no --json"
+
+
 def test_show_prove_analyze(capsys):
     rc, out, err = _run(capsys, "show", BLOCKED, "--shape", "16x16", "--json")
     doc = _doc(out, "layout")
