@@ -938,3 +938,56 @@ def test_generated_atlas_corpus(tmp_path):
         assert_clean(rc, err, argv)
 
     check()
+
+
+#: ``--native`` hands the text to the installed framework (Triton in a subprocess, tilus, iree-opt):
+#: hostile texts must still end cleanly (the framework's refusal is exit 1 or 2, never a crash or a hang)
+NATIVE_CASES = [
+    ["show", "--native", "tilus:shared_row_major(65536, 65536)"],
+    ["show", "--native", "tilus:local(" + BIG + ", 1)"],
+    ["show", "--native", "triton:" + blocked(wpc="[1048576, 1]"), "--shape", "64x64"],
+    ["show", "--native", "triton:" + BLOCKED, "--shape", "65536x65536"],
+    ["show", "--native", "triton:" + "#ttg.slice<{dim = 0, parent = " * 70 + BLOCKED + "}>" * 70, "--shape", "64"],
+    ["show", "--native", "iree:" + IREE.replace("batch_tile = [1, 1]", "batch_tile = [1024, 1024]")],
+    ["show", "--native", "cute:" + TILED_MMA.replace("(2,2,1)", "(4096,4096,1)")],
+]
+
+
+@pytest.mark.parametrize("argv", NATIVE_CASES, ids=[f"native-{i}" for i in range(len(NATIVE_CASES))])
+def test_native_oracles_bounded(argv):
+    t0 = time.monotonic()
+    rc, out, err = run_subprocess(argv + ["--no-grid"])
+    assert_clean(rc, err, argv)
+    assert time.monotonic() - t0 < SUBPROCESS_LIMIT_S
+
+
+#: nesting and repetition inside the length limits, from a file (in-process: each is refused fast)
+NESTED_FILE_TEXTS = {
+    "tilus-chain": ("tilus", "local(2, 1)" + ".local(1, 1)" * 1500),
+    "tilus-parens": ("tilus", "local(" + "(" * 9000 + "2" + ")" * 9000 + ", 1)"),
+    "tilus-unary": ("tilus", "local(" + "-" * 19000 + "2, 1)"),
+    "tilus-plus": ("tilus", "local(" + "+".join(["1"] * 9000) + ", 1)"),
+    "tilus-list": ("tilus", "local(" + "[" * 9000 + "]" * 9000 + ", 1)"),
+    "tilus-pow": ("tilus", "local(" + "**".join(["2"] * 5000) + ", 1)"),
+    "tilus-attr": ("tilus", "local" + ".x" * 9000 + "(2, 1)"),
+    "tilus-grow": ("tilus", "local(2, 2)" + ".local(2, 2)" * 99),
+    "tilus-rank": ("tilus", "local(" + ", ".join(["2"] * 60) + ")"),
+    "cute-parens": ("cute", "(" * 50000 + "4" + ")" * 50000 + ":1"),
+    "cute-compose": ("cute", "composition(" * 20000 + "4:1" + ", 4:1)" * 20000),
+    "cute-o-chain": ("cute", " o ".join(["(4,8):(8,1)"] * 2000)),
+    "cute-layout-type": ("cute", "Layout<Shape<" * 20000 + "_4" + ">>" * 20000),
+    "cute-rank": ("cute", "(" + ",".join(["2"] * 60) + "):(" + ",".join(["1"] * 60) + ")"),
+    "iree-brackets": ("iree", IREE.replace("[16, 4]", "[" * 40000 + "]" * 40000)),
+    "triton-brackets": ("triton", "#ttg.blocked<{sizePerThread = " + "[" * 100000 + "]" * 100000 + "}>"),
+    "triton-aliases": ("triton", "\n".join(f"#a{i} = #a{i + 1}" for i in range(20000)) + "\ntensor<64x64xf16, #a0>"),
+    "triton-linear-bases": ("triton", "#ttg.linear<{register = [" + ", ".join(["[1, 0]"] * 64) +
+                            "], lane = [], warp = [], block = []}>"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NESTED_FILE_TEXTS))
+def test_nesting_within_length_limits(tmp_path, name):
+    fw, text = NESTED_FILE_TEXTS[name]
+    p = tmp_path / "nested.txt"
+    p.write_text(text)
+    refused(["show", f"{fw}:@{p}", "--no-grid"] + (["--shape", "64x64"] if fw == "triton" else []))

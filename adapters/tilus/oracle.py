@@ -166,6 +166,9 @@ def shared_to_layout(layout, name=None) -> Layout:
     shape = tuple(int(s) for s in layout.shape)
     if not shape:
         raise UnsupportedError("a rank-0 shared layout has no logical dims")
+    if int(np.prod([float(s) for s in shape])) > MAX_TABLE_LOCATIONS:   # tilus would build the whole grid
+        raise NativeError(f"tilus shared layout of shape {list(shape)} is too large to tabulate "
+                          f"(more than {MAX_TABLE_LOCATIONS} elements)")
     try:
         grid = np.asarray(layout.as_numpy_grid(), dtype=np.int64)
     except Exception as e:
