@@ -218,3 +218,12 @@ def test_malformed_golden_files_are_bad_input(capsys, tmp_path, text, needle):
     (tmp_path / "bad.json").write_text(text)
     rc, _, err = _run(capsys, "diff", tmp_path / "bad.json", tmp_path / "bad.json")
     assert rc == 2 and needle in err
+
+
+def test_triton_version_does_not_apply_to_native_snapshots(capsys, tmp_path):
+    from layoutverify.adapters import adapter
+    installed = adapter("triton").version.installed()
+    other = "3.7" if installed != "3.7" else "3.8"
+    rc, _, err = _run(capsys, "snapshot", "--native", "--triton-version", other, ROOT / "corpora" / "triton_releases.toml",
+                      "-o", tmp_path / "g.json")
+    assert rc == 2 and "does not apply with --native" in err and not (tmp_path / "g.json").exists()
