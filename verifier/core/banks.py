@@ -34,9 +34,22 @@ How a register layout is accessed (what Triton's ``local_store``/``local_load`` 
   register index. Warps and blocks are independent; reports take the worst warp.
 
 The computation is an exact table evaluation (vectorized numpy, no enumeration loops in Python)
-and works for any layout, F2-linear or not (F2 layouts are tabulated from their bases). The model
-is NVIDIA's; AMD LDS banks and phases differ and are not modelled (a 64-lane warp is simply
-split into the same phases).
+and works for any layout, F2-linear or not (F2 layouts are tabulated from their bases).
+
+**AMD LDS** (``arch="cdna3"`` / ``"cdna4"``, :data:`BANK_MODELS`). The LDS of a CDNA compute unit
+is banked in 4-byte dwords, bank ``(a // 4) % banks``: 32 banks on CDNA3 (MI300, gfx942; AMD
+Instinct MI300 "CDNA3" Instruction Set Architecture, chapter "Local Data Share": 32 banks of
+dwords, conflicts checked per group of lanes issued together) and 64 banks on CDNA4 (MI350,
+gfx950; Triton's ``AMDMfmaEncodingAttr::composeSharedLayoutForOperand`` picks its swizzle for
+``numBanks = isGFX950 ? 64 : 32``, and ROCm's CK-Tile "LDS bank conflicts" page: 32 or 64 banks
+by architecture). A wave64 ``ds_read``/``ds_write`` is served in **phases** of consecutive lanes
+that together move one row of all banks: ``banks * 4 / max(w, 4)`` lanes for ``w`` bytes per lane,
+so on CDNA3 ``ds_*_b32`` (and narrower) go by half-waves (lanes 0-31, 32-63: the rule of AMD's
+programming guides), ``ds_*_b64`` by 16 lanes and ``ds_*_b128`` by 8 lanes (CK-Tile's page lists
+the 8 phases ``lane0~lane7 .. lane56~lane63`` of ``ds_write_b128``); CDNA4 doubles each group. Inside
+a phase the rule is NVIDIA's: the largest number of distinct dwords in one bank. Reads are
+modelled like writes (CK-Tile documents ``ds_read_b128`` phases the same way for contiguous
+lanes; the finer lane interleavings some ``ds_read_b128`` variants use are not modelled).
 """
 from __future__ import annotations
 
@@ -50,6 +63,19 @@ from layoutverify.core.layout import Layout, table_from_bases
 NUM_BANKS = 32
 WORD_BYTES = 4
 WAVEFRONT_BYTES = NUM_BANKS * WORD_BYTES  # 128
+#: banks of 4-byte words per architecture family (see the module docstring for the sources)
+BANK_MODELS = {"nvidia": 32, "cdna3": 32, "cdna4": 64}
+ARCH_ALIASES = {"sm": "nvidia", "cuda": "nvidia", "gfx942": "cdna3", "gfx950": "cdna4", "mi300": "cdna3",
+                "mi350": "cdna4", "amd": "cdna3"}
+
+
+def bank_model(arch: str) -> int:
+    """The number of 4-byte banks of ``arch`` (``nvidia``, ``cdna3``/``gfx942``, ``cdna4``/``gfx950``)."""
+    key = ARCH_ALIASES.get(str(arch).lower(), str(arch).lower())
+    if key not in BANK_MODELS:
+        raise LayoutError(f"unknown architecture {arch!r} for the bank model; choose one of "
+                          f"{', '.join(sorted(set(BANK_MODELS) | set(ARCH_ALIASES)))}")
+    return BANK_MODELS[key]
 MAX_VECTOR_BYTES = 16
 VECTOR_RULES = ("uniform", "simt")
 DISTRIBUTED_DIMS = ("register", "lane", "warp", "block")
@@ -180,6 +206,8 @@ class BankReport:
     total_wavefronts: int          # sum over the worst warp's instructions
     total_ideal: int
     witness: dict | None = field(default=None)  # the worst phase: which lanes hit which words of one bank
+    arch: str = "nvidia"           # the bank model (BANK_MODELS)
+    banks: int = NUM_BANKS
 
     @property
     def conflict_free(self) -> bool:
@@ -197,7 +225,7 @@ class BankReport:
                 "conflict_ways": self.conflict_ways, "conflict_free": self.conflict_free,
                 "triton_bank_conflicts": self.triton_bank_conflicts,
                 "total_wavefronts": self.total_wavefronts, "total_ideal": self.total_ideal,
-                "witness": self.witness}
+                "witness": self.witness, "arch": self.arch, "banks": self.banks}
 
     def summary(self) -> str:
         head = (f"{self.instructions} instr/warp of {self.access_bytes} B/thread (vector {self.vector}); "
@@ -258,10 +286,14 @@ def _depends_only_on(key: np.ndarray, value: np.ndarray) -> bool:
 
 
 def bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16, *,
-                   max_vector_bytes: int = MAX_VECTOR_BYTES, vector_rule: str = "uniform") -> BankReport:
+                   max_vector_bytes: int = MAX_VECTOR_BYTES, vector_rule: str = "uniform",
+                   arch: str = "nvidia") -> BankReport:
     """Bank conflicts of every warp of ``reg`` storing (or loading) its elements at the addresses
-    ``shared`` gives them. Stores and loads behave alike in this model."""
+    ``shared`` gives them. Stores and loads behave alike in this model. ``arch`` picks the bank
+    model: ``"nvidia"`` (32 banks), ``"cdna3"`` (32), ``"cdna4"`` (64); see the module docstring."""
     ebytes = element_bytes(element_bits)
+    num_banks = bank_model(arch)
+    arch = ARCH_ALIASES.get(str(arch).lower(), str(arch).lower())
     if reg.out_sizes != shared.out_sizes:
         raise LayoutError(f"register layout shape {list(reg.out_sizes)} and shared layout shape "
                           f"{list(shared.out_sizes)} differ")
@@ -293,7 +325,7 @@ def bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16, *,
             break
         v, run = v * 2, r2
     w = v * ebytes
-    lanes_per_phase = WAVEFRONT_BYTES // max(w, WORD_BYTES)
+    lanes_per_phase = num_banks * WORD_BYTES // max(w, WORD_BYTES)
 
     # one row per vector access; its instruction is the rank of the run's lowest register
     lead = first_per_group(run, register)
@@ -309,7 +341,7 @@ def bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16, *,
     wid = rep(r_block * warps + r_warp)
     a_instr, a_lane = rep(instr), rep(r_lane)
     phase = a_lane // lanes_per_phase
-    bank = words % NUM_BANKS
+    bank = words % num_banks
 
     # wavefronts of a phase = max over banks of the number of distinct words
     word_id = dense_ids(wid, a_instr, phase, words)
@@ -335,7 +367,8 @@ def bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16, *,
     instr_per_warp = np.bincount(warp_of_instr)
 
     if per_phase.size == 0:
-        return BankReport(int(element_bits), int(v), int(w), int(lanes_per_phase), 0, 0, 0, 0, 0, 0, None)
+        return BankReport(int(element_bits), int(v), int(w), int(lanes_per_phase), 0, 0, 0, 0, 0, 0, None, arch,
+                          num_banks)
     worst_i = int(np.argmax(per_instr - ideal_instr))
     worst_w = int(np.argmax(per_warp))
     worst_p = int(np.argmax(per_phase))
@@ -352,7 +385,8 @@ def bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16, *,
         element_bits=int(element_bits), vector=int(v), access_bytes=int(w), lanes_per_phase=int(lanes_per_phase),
         instructions=int(instr_per_warp.max()), wavefronts=int(per_instr[worst_i]),
         ideal_wavefronts=int(ideal_instr[worst_i]), conflict_ways=int(per_phase.max()),
-        total_wavefronts=int(per_warp[worst_w]), total_ideal=int(ideal_warp[worst_w]), witness=witness)
+        total_wavefronts=int(per_warp[worst_w]), total_ideal=int(ideal_warp[worst_w]), witness=witness,
+        arch=arch, banks=num_banks)
 
 
 def _coord(layout: Layout, flat: int) -> tuple[int, ...]:

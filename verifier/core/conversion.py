@@ -173,7 +173,7 @@ def _coord(shape, flat: int) -> list[int]:
     return [int(x) for x in np.unravel_index(int(flat), shape)]
 
 
-def analyze(a: Layout, b: Layout, *, shared: Layout | None = None, element_bits: int = 16,
+def analyze(a: Layout, b: Layout, *, shared: Layout | None = None, element_bits: int = 16, arch: str = "nvidia",
             timeout_ms: int = 10_000) -> ConversionReport:
     """Classify the conversion ``a -> b`` (see the module docstring) and measure it."""
     t0 = time.perf_counter()
@@ -242,7 +242,8 @@ def analyze(a: Layout, b: Layout, *, shared: Layout | None = None, element_bits:
     if shared is not None:
         if shared.out_sizes != shape:
             raise LayoutError(f"the shared layout has shape {list(shared.out_sizes)}, the tensor {list(shape)}")
-        banks = {"store_a": bank_conflicts(a, shared, element_bits), "load_b": bank_conflicts(b, shared, element_bits)}
+        banks = {"store_a": bank_conflicts(a, shared, element_bits, arch=arch),
+                 "load_b": bank_conflicts(b, shared, element_bits, arch=arch)}
         if mechanism in ("no_op", "register_permute", "intra_warp"):
             notes.append("bank conflicts are for a round trip through the given shared layout, which this "
                          f"conversion ({mechanism}) does not need")
