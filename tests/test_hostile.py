@@ -991,3 +991,40 @@ def test_nesting_within_length_limits(tmp_path, name):
     p = tmp_path / "nested.txt"
     p.write_text(text)
     refused(["show", f"{fw}:@{p}", "--no-grid"] + (["--shape", "64x64"] if fw == "triton" else []))
+
+
+# ------------------------------------------------------------------------------------------------
+# layoutverify.core.files, directly
+def test_read_text_limits_and_encoding(tmp_path):
+    from layoutverify.core.errors import LayoutError
+    from layoutverify.core.files import read_text
+    p = tmp_path / "t.txt"
+    p.write_bytes(b"abc")
+    assert read_text(p, limit=3) == "abc"                      # exactly the limit is fine
+    with pytest.raises(LayoutError, match=r"too large: 3 bytes \(limit 2\)"):
+        read_text(p, limit=2)
+    p.write_bytes("\ufeffcute:4:1".encode())                   # a BOM is dropped
+    assert read_text(p) == "cute:4:1"
+    p.write_bytes(b"ok\n\xc3(")                                 # bad continuation byte at offset 3
+    with pytest.raises(LayoutError, match=r"'.*t\.txt' is not valid UTF-8: byte 0xc3 at offset 3"):
+        read_text(p, what="layout file")
+
+
+def test_check_writable_leaves_files_alone(tmp_path):
+    from layoutverify.core.files import check_writable
+    existing = tmp_path / "keep.json"
+    existing.write_text("precious")
+    check_writable(existing)
+    assert existing.read_text() == "precious"                  # opened for appending, never truncated
+    fresh = tmp_path / "new.json"
+    check_writable(fresh)
+    assert not fresh.exists()                                  # the probe file is removed again
+    check_writable("/dev/null")
+
+
+def test_output_refused_before_the_work(tmp_path, files):
+    """A corpus that takes seconds to check is not checked when the report cannot be written."""
+    t0 = time.monotonic()
+    refused(["check", files["valid_corpus"], "--junit", str(tmp_path / "no" / "x.xml")], "does not exist")
+    refused(["prove", CUTE, "cute:(4,8):(1,4)", "--emit-smt2", str(tmp_path)], "directory")
+    assert time.monotonic() - t0 < 2
