@@ -319,11 +319,15 @@ def test_native_mode_asks_the_frameworks(tmp_path, capsys):
     # IREE's own distribution
     if n["mfma-C/iree"].status != "unavailable":
         assert n["mfma-C/iree"].verdict == "equal" and n["mfma-C/iree"].agrees
-    # CuTe: no native hook in this build -> said so, not silently skipped
+    # CuTe: the atom from CUTLASS's compiled C++ traits when a compiler and the headers are here;
+    # otherwise said so, not silently skipped
+    from layoutverify.adapters.cute import cpp
     cute = n["mma-C/cute"]
-    assert cute.status in ("unavailable", "ok")
-    if cute.status == "unavailable":
-        assert "native" in cute.message
+    if isinstance(cpp.toolchain(), str):
+        assert cute.status == "unavailable" and "native" in cute.message
+    else:
+        assert cute.status == "ok" and "CUTLASS C++" in cute.source, cute
+        assert cute.verdict == "equal" and cute.agrees
     assert at.ok
     md = A.markdown(at)
     assert "native ✅ equal" in md and "## Our adapters vs the installed frameworks (0 disagreements)" in md

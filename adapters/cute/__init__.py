@@ -54,7 +54,7 @@ from .canonical import function_layout, memory_layout
 from .interp import evaluate_text
 from .layout import CuteLayout, Underscore
 from .swizzle import ComposedLayout, Swizzle
-from .tv import TVLayout, copy_tv, written_tv_to_register
+from .tv import TVLayout, copy_tv, mma_tv, written_tv_to_register
 
 __all__ = ["parse", "native", "evaluate", "mma_atoms", "copy_atoms", "to_canonical"]
 
@@ -102,6 +102,29 @@ def to_canonical(value, shape=None, *, as_: str | None = None, warp_size: int = 
     raise LayoutError(f"not a layout: {value}")
 
 
+def _native_atom_operand(body: str, bits: int):
+    """CUTLASS's compiled TV layout when ``body`` names an atom (operand), else None."""
+    m = re.fullmatch(r"(?:cute::)?(SM\w+?)(?:\.(\w+))?", body)
+    if not m:
+        return None
+    name, operand = m.group(1), m.group(2)
+    from . import cutlass_traits
+    if name in mma_atoms():
+        op = {"D": "C"}.get((operand or "").upper(), (operand or "").upper())
+        if op not in ("A", "B", "C"):
+            return None               # our parse reports the error
+        return mma_tv(cutlass_traits.mma_atom(name), op)
+    if name in copy_atoms():
+        atom = cutlass_traits.copy_atom(name)
+        side = {"src": "Src", "dst": "Dst", "s": "Src", "d": "Dst"}.get((operand or "").lower())
+        if side is None:
+            if operand is not None:
+                return None
+            side = "Dst" if atom.registers == "dst" else "Src"
+        return copy_tv(atom, side, bits)
+    return None
+
+
 def _is_shape(v) -> bool:
     if isinstance(v, int):
         return True
@@ -140,13 +163,22 @@ def parse(text: str, shape=None, **options) -> Layout:
 
 
 def native(text: str, shape=None, **options) -> Layout:
-    """The same text evaluated by pycute (the installed Python CuTe), in the same canonical form;
-    see :mod:`.pycute_oracle` for what pycute covers and where it differs from CuTe C++."""
+    """The installed CuTe's answer for ``text``, in the same canonical form as :func:`parse`.
+
+    An MMA or copy atom operand (``SM80_16x8x16_F32F16F16F32_TN.A``, ``SM75_U32x4_LDSM_N``) comes from
+    CUTLASS's C++ ``MMA_Traits``/``Copy_Traits``, compiled from the headers (:mod:`.cutlass_traits`;
+    the layout's name starts ``cute-cpp:``); anything else is evaluated by pycute, the Python CuTe
+    (:mod:`.pycute_oracle`, which says what pycute covers and where it differs from CuTe C++; name
+    ``pycute:``)."""
     from .pycute_oracle import native_value
     as_ = options.get("as_") or options.get("as")
     body = text.strip()
     if body.startswith(TV_PREFIX):
         body, as_ = body[len(TV_PREFIX):], "register"
+    atom_tv = _native_atom_operand(body, options.get("bits") or 16)
+    if atom_tv is not None:
+        lay = to_canonical(atom_tv, shape, warp_size=options.get("warp_size") or 32)
+        return Layout(lay.in_dims, lay.out_dims, lay.exprs, name=f"cute-cpp: {text.strip()}")
     value = native_value(body)
     return to_canonical(value, shape, as_=as_, warp_size=options.get("warp_size") or 32,
                         name=f"pycute: {text.strip()}")
