@@ -221,5 +221,13 @@ def test_native_is_pycute():
     assert native("logical_product(6:1, 8)", as_="function").shape != parse("logical_product(6:1, 8)", as_="function").shape
     with pytest.raises(NativeError):
         native("composition(((3,3),4):((1,12),3), (3,6):(3,6))", as_="function")
+    # atoms are not pycute's: they come from CUTLASS's compiled C++ traits (tests/test_cute_native_cpp.py),
+    # or, without a C++ toolchain, are unsupported
+    from layoutverify.adapters.cute import cpp
+    if isinstance(cpp.toolchain(), str):
+        with pytest.raises(UnsupportedError):
+            native("SM80_16x8x16_F32F16F16F32_TN.C")
+    else:
+        assert native("SM80_16x8x16_F32F16F16F32_TN.C").name.startswith("cute-cpp:")
     with pytest.raises(UnsupportedError):
-        native("SM80_16x8x16_F32F16F16F32_TN.C")
+        native("blocked_product(2:1, 4:1)")     # pycute has no blocked_product
