@@ -67,9 +67,18 @@ _reg_order_result, _not_equal_result = reg_order_result, not_equal_result
 
 
 # ---------------------------------------------------------------------------------------------
-def _early(a: Layout, b: Layout) -> Result | None:
-    """Verdicts that need no strategy: different logical dims or shapes."""
-    return shape_mismatch(a, b)
+def _early(a: Layout, b: Layout, method: str) -> Result | None:
+    """Verdicts that need no strategy: different logical dims or shapes; for ``auto``, the same
+    expressions over the same hardware dims (once interval bounds prove them inside the shape)."""
+    res = shape_mismatch(a, b)
+    if res is not None or method != "auto":
+        return res
+    if a is b or (a.in_dims == b.in_dims and a.__dict__.get("_declared_bases") is None
+                  and b.__dict__.get("_declared_bases") is None and a.exprs == b.exprs):
+        bounds = {n: s - 1 for n, s in a.in_dims}
+        if all(E.upper_bound(e, bounds) < s for e, s in zip(a.exprs, a.out_sizes)):
+            return equal_result(Pair(a, b), "identical", "the same expressions over the same hardware dims")
+    return None
 
 
 def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_000,
@@ -85,7 +94,7 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
     if method not in METHODS:
         raise LayoutError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     t0 = time.perf_counter()
-    res = _early(a, b)
+    res = _early(a, b, method)
     if res is None:
         pair = Pair(a, b)
         res = _decide(pair, method, timeout_ms, smt2)

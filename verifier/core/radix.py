@@ -262,6 +262,16 @@ class DigitForm:
             self._own = self.digits(chains)
         return None if self._own is False else self._own
 
+    def at(self, loc: dict) -> list[int]:
+        """The element at a hardware location, from the digit form (exact, like the expressions)."""
+        out = list(self.offset)
+        for (n, p), (r, s) in self.own_digits().items():
+            t = (loc.get(n, 0) // p) % r
+            if t:
+                for d, c in enumerate(s):
+                    out[d] += t * c
+        return out
+
     def maximum(self) -> list[int]:
         """The exact largest value of every logical coordinate (digits are independent)."""
         dg = self.own_digits()
@@ -403,8 +413,7 @@ def _candidate_diff(pair: R.Pair, fa: DigitForm, fb: DigitForm, names) -> dict |
                     if v < common[n]:
                         cands.append(pair.location(**{n: v}))
     for loc in cands:
-        w = pair.location_witness(loc)
-        if w["a"] != w["b"]:
+        if fa.at(loc) != fb.at(loc):
             return loc
     return None
 
