@@ -47,7 +47,7 @@ def test_prefix_wins_and_unknown_text_is_a_clear_error(tmp_path):
     assert layoutverify.adapters.split_spec("cute:(4,8):(8,1)") == ("cute", "(4,8):(8,1)")
     with pytest.raises(LayoutError, match="cannot tell which framework"):
         layoutverify.adapters.split_spec("hello world")
-    with pytest.raises(LayoutError, match="cannot read layout text"):
+    with pytest.raises(LayoutError, match="cannot read layout file"):
         layoutverify.adapters.split_spec("triton:@" + str(tmp_path / "missing.mlir"))
     f = tmp_path / "l.txt"
     f.write_text("(4,8):(8,1)\n")
