@@ -32,6 +32,7 @@ class Outcome:
     message: str = ""           # one line: why it fails / the error
     witness: dict | None = None
     fingerprints: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)   # [{"code", "message", "side"}] (see core.properties)
 
     @property
     def passed(self) -> bool:
@@ -94,6 +95,34 @@ def check_claim(claim: Claim) -> Outcome:
         return Outcome(claim, "error", None, None, dt, str(e))
     except RecursionError:
         return Outcome(claim, "error", None, None, time.perf_counter() - t0, "input nested too deeply")
+    try:
+        warnings = _warnings(claim, a, b)
+    except LayoutError as e:
+        return Outcome(claim, "error", None, None, time.perf_counter() - t0, f"warning checks: {e}")
+    out = _outcome(claim, got, witness, method, reason, fps, t0)
+    out.warnings = warnings
+    if claim.expect_warnings is not None and out.passed:
+        codes = tuple(sorted({w["code"] for w in warnings}))
+        if codes != claim.expect_warnings:
+            out.status = "fails"
+            out.message = (f"expected warnings {list(claim.expect_warnings)}, got {list(codes)}"
+                           + (f": {warnings[0]['message']}" if warnings else ""))
+    return out
+
+
+def _warnings(claim: Claim, a, b) -> list[dict]:
+    """Property warnings of both layouts and, with ``subtile_offsets``, of b as a sub-tile of a."""
+    from layoutverify.core.properties import layout_warnings, subtile_warning
+    out = [dict(w, side=side) for side, lay in (("a", a), ("b", b))
+           for w in layout_warnings(lay, num_warps=claim.num_warps)]
+    if claim.subtile_offsets is not None:
+        w = subtile_warning(a, b, claim.subtile_offsets)
+        if w is not None:
+            out.append(dict(w, side="b"))
+    return _jsonable(out)
+
+
+def _outcome(claim: Claim, got, witness, method, reason, fps, t0) -> Outcome:
     dt = time.perf_counter() - t0
     witness = _jsonable(witness)
     if got == "unknown":

@@ -23,6 +23,14 @@ A corpus file holds any number of claims and named layouts::
                                     # is known to answer instead. The claim then passes as
                                     # "known" while the difference reproduces exactly, and FAILS
                                     # once it no longer does (fixed: remove ``known``).
+    num_warps = 4                   # optional: the module's num-warps; a register layout with another
+                                    # warp count is a ``num_warps`` warning
+    subtile_offsets = [0, 32]       # optional: b is a sub-tile of a at these offsets (extract_slice,
+                                    # memdesc_subview); ``not_restriction`` when b's layout is not a's
+                                    # restricted to the tile
+    expect_warnings = ["replicated_registers"]  # optional: exactly these warning codes (of a, b and
+                                    # the sub-tile check) must fire, else the claim fails; without
+                                    # it, warnings are printed by ``check`` and never fail a claim
     native = "mma_dot:m16n8k16v1_f16_f32:A"   # optional: where the atlas's --native mode gets the
                                     # framework's own layout for side b (see layoutverify.apps.atlas);
                                     # default: b's text through the framework's ``native``
@@ -54,7 +62,8 @@ VERDICT_EXPECTATIONS = ("equal", "equal_up_to_register_order", "not_equal", "dif
 CONVERSION_EXPECTATIONS = ("no_op", "register_permute", "intra_warp", "intra_cta", "cross_cta", "impossible")
 
 _CLAIM_KEYS = {"name", "a", "b", "shape", "shape_a", "shape_b", "options", "options_a", "options_b",
-               "expect", "tags", "note", "fragment", "framework", "timeout_ms", "known", "native"}
+               "expect", "tags", "note", "fragment", "framework", "timeout_ms", "known", "native",
+               "num_warps", "subtile_offsets", "expect_warnings"}
 _LAYOUT_KEYS = {"name", "spec", "shape", "options", "tags", "note"}
 _INEXPRESSIBLE_KEYS = {"fragment", "framework", "note"}
 MAX_TIMEOUT_MS = 86_400_000
@@ -79,6 +88,9 @@ class Claim:
     known: str | None = None
     native: str | None = None
     source: str = ""
+    num_warps: int | None = None
+    subtile_offsets: tuple | None = None
+    expect_warnings: tuple | None = None
 
     @property
     def column(self) -> str:
@@ -145,6 +157,32 @@ def _options(v, where: str) -> dict:
     return dict(v)
 
 
+def _warning_fields(raw: dict, where: str) -> dict:
+    """``num_warps``, ``subtile_offsets``, ``expect_warnings`` of a claim, checked."""
+    from layoutverify.core.properties import WARNING_CODES
+    out: dict = {}
+    nw = raw.get("num_warps")
+    if nw is not None:
+        if not isinstance(nw, int) or isinstance(nw, bool) or nw < 1:
+            raise LayoutError(f"{where}: num_warps must be a positive integer, got {nw!r}")
+        out["num_warps"] = nw
+    off = raw.get("subtile_offsets")
+    if off is not None:
+        if not isinstance(off, list) or not off or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                                                           for x in off):
+            raise LayoutError(f"{where}: subtile_offsets must be a list of non-negative integers, got {off!r}")
+        out["subtile_offsets"] = tuple(off)
+    ew = raw.get("expect_warnings")
+    if ew is not None:
+        if not isinstance(ew, list) or not all(isinstance(x, str) for x in ew):
+            raise LayoutError(f"{where}: expect_warnings must be a list of warning codes")
+        bad = [x for x in ew if x not in WARNING_CODES]
+        if bad:
+            raise LayoutError(f"{where}: unknown warning code(s) {bad} (known: {', '.join(WARNING_CODES)})")
+        out["expect_warnings"] = tuple(sorted(set(ew)))
+    return out
+
+
 def load_file(path: str | Path) -> Corpus:
     """Parse one corpus file; a malformed file raises :class:`LayoutError` naming file and entry."""
     path = Path(path)
@@ -207,6 +245,7 @@ def load_file(path: str | Path) -> Corpus:
                 raise LayoutError(f"{where}: known {known!r} is not one of {', '.join(allowed)}")
             if known == raw["expect"]:
                 raise LayoutError(f"{where}: known {known!r} equals expect: a known difference must differ")
+        warn_fields = _warning_fields(raw, where)
         out.claims.append(Claim(
             name=raw["name"], a=raw["a"], b=raw["b"], expect=raw["expect"],
             shape_a=_shape(raw.get("shape_a"), where) or shape, shape_b=_shape(raw.get("shape_b"), where) or shape,
@@ -214,7 +253,7 @@ def load_file(path: str | Path) -> Corpus:
             options_b={**opts, **_options(raw.get("options_b"), where)},
             tags=list(tags), note=str(raw.get("note", "")), fragment=raw.get("fragment"),
             framework=raw.get("framework"), timeout_ms=timeout, known=known, native=raw.get("native"),
-            source=str(path)))
+            source=str(path), **warn_fields))
     lnames: set[str] = set()
     for i, raw in enumerate(data.get("layout", [])):
         where = f"{path}: layout #{i + 1}"

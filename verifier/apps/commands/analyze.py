@@ -27,6 +27,13 @@ def register(sub) -> None:
     p.add_argument("--element-bits", type=positive_int, default=16, help="element width in bits: 8, 16, 32 or 64 (default 16)")
     p.add_argument("--properties", action="store_true", help="print the properties of each layout given")
     p.add_argument("--timeout-ms", type=positive_int, default=10_000, help="solver time limit for the equality check")
+    p.add_argument("--arch", default="nvidia", help="bank model for --shared and memory properties: nvidia (32 banks), "
+                                                    "cdna3/gfx942 (32 banks, wave64), cdna4/gfx950 (64 banks)")
+    p.add_argument("--num-warps", type=positive_int, default=None,
+                   help="the module's num-warps: warn when a register layout spreads over another number of warps")
+    p.add_argument("--subtile", metavar="OFFSETS", default=None,
+                   help="B is a sub-tile of A (extract_slice, memdesc_subview) starting at OFFSETS (e.g. 0,32): "
+                        "warn when B's layout is not A's restricted to that tile")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
@@ -36,14 +43,23 @@ def run(args) -> int:
     element_bytes(args.element_bits)  # validate early: a bad width is bad input
     if args.timeout_ms <= 0:
         raise LayoutError("--timeout-ms must be positive")
+    from layoutverify.core.banks import bank_model
+    bank_model(args.arch)  # validate early
     a = load(args.a, args)
     b = load(args.b, args) if args.b else None
     shared = load(args.shared, args) if args.shared else None
-    if b is None or args.properties:
+    if args.subtile is not None:
+        if b is None:
+            raise LayoutError("--subtile needs two layouts: the parent A and the sub-tile B")
+        try:
+            args.subtile_offsets = [int(x) for x in args.subtile.replace("x", ",").split(",")]
+        except ValueError:
+            raise LayoutError(f"--subtile takes offsets like 0,32, got {args.subtile!r}") from None
+    if b is None or args.properties or args.subtile is not None:
         return _properties(args, [("A", a)] + ([("B", b)] if b is not None else []) +
                            ([("shared", shared)] if shared is not None else []))
     from layoutverify.core.conversion import analyze
-    rep = analyze(a, b, shared=shared, element_bits=args.element_bits, timeout_ms=args.timeout_ms)
+    rep = analyze(a, b, shared=shared, element_bits=args.element_bits, timeout_ms=args.timeout_ms, arch=args.arch)
     if args.json:
         jsonout.emit("conversion", {"a": args.a, "b": args.b, **rep.to_json()})
     else:
@@ -52,8 +68,13 @@ def run(args) -> int:
 
 
 def _properties(args, layouts) -> int:
-    from layoutverify.core.properties import properties
-    results = {name: properties(lay, element_bits=args.element_bits) for name, lay in layouts}
+    from layoutverify.core.properties import properties, subtile_warning
+    results = {name: properties(lay, element_bits=args.element_bits, arch=args.arch, num_warps=args.num_warps)
+               for name, lay in layouts}
+    if getattr(args, "subtile_offsets", None) is not None:
+        w = subtile_warning(layouts[0][1], layouts[1][1], args.subtile_offsets)
+        if w is not None:
+            results["B"]["warnings"].append(w)
     if args.json:
         layouts = {name: {("layout_kind" if k == "kind" else k): v for k, v in p.items()} for name, p in results.items()}
         jsonout.emit("properties", {"layouts": layouts})
@@ -92,4 +113,6 @@ def render_properties(p: dict) -> str:
                 continue
             lines.append(f"bank conflicts, {name} access ({r['access_bytes']} B/lane): {r['conflict_ways']}-way, "
                          f"{r['wavefronts']} wavefronts per instruction (ideal {r['ideal_wavefronts']})")
+    for w in p.get("warnings", []):
+        lines.append(f"warning ({w['code']}): {w['message']}")
     return "\n".join(lines)

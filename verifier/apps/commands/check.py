@@ -50,6 +50,9 @@ def run(args) -> int:
     if not claims:
         raise LayoutError("no claims to check" + (f" (none matches -k {args.select!r})" if args.select else ""))
     outcomes = check_claims(claims, jobs=args.jobs, progress=progress_bar())
+    for o in outcomes:   # property warnings (core.properties) go to stderr, never change the exit status
+        for w in o.warnings:
+            print(f"warning: {o.claim.id} ({w.get('side', '?')}, {w['code']}): {w['message']}", file=sys.stderr)
     if args.json != "-":
         print(reports.table(outcomes, quiet=args.quiet))
     if args.junit:
