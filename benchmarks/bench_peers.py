@@ -491,7 +491,7 @@ def main(argv=None):
     pow2 = [16, 64, 256] + ([1024, 2048] if args.full else [])
     cute_sizes = [(s, s) for s in pow2] + [(3, 5), (12, 20), (48, 80)] + \
         ([(192, 320), (768, 1280), (1536, 2560)] if args.full else [])
-    tilus_sizes = [(3, 5, 1, 1), (3, 5, 4, 8), (12, 10, 4, 8)] + \
+    tilus_sizes = [(3, 5, 2, 4), (3, 5, 4, 8), (12, 10, 4, 8)] + \
         ([(48, 80, 8, 4), (96, 160, 16, 16)] if args.full else [])
     cases = []
     if "triton" in fams:
