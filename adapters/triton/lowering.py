@@ -75,7 +75,9 @@ def invert_and_compose(src: Layout, dst: Layout) -> dict[str, list[dict[str, int
     hardware location (``{"register": r, "lane": l, "warp": w, "block": b}``) holding the same
     element. Where ``src`` holds an element at several locations the preimage is the one over
     the earliest independent ``src`` bases (registers before lanes before warps before blocks),
-    as the pivot choice of Triton's Gaussian elimination. Raises :class:`LayoutError` when
+    as the pivot choice of Triton's Gaussian elimination, except that a zero (broadcast) basis
+    ``i`` of a ``dst`` dim maps to basis ``i`` of the same ``src`` dim when that one is zero too,
+    as Triton's ``invertAndCompose`` does. Raises :class:`LayoutError` when
     ``src`` does not hold an element ``dst`` needs."""
     if src.out_sizes != dst.out_sizes:
         raise LayoutError(f"a conversion keeps the tensor: {list(src.out_sizes)} vs {list(dst.out_sizes)}")
@@ -90,7 +92,12 @@ def invert_and_compose(src: Layout, dst: Layout) -> dict[str, list[dict[str, int
     out: dict[str, list[dict[str, int]]] = {}
     for d in HW_DIMS:
         images = []
-        for v in db[d]:
+        for i, v in enumerate(db[d]):
+            if not any(v) and i < len(sb[d]) and not any(sb[d][i]):
+                # a broadcast basis of dst read from the same broadcast basis of src: Triton keeps
+                # free (replicated) bits on their own dim
+                images.append({**dict.fromkeys(HW_DIMS, 0), d: 1 << i})
+                continue
             combo = ech.solve(pack(v))
             if combo is None:
                 raise LayoutError(f"the source layout does not hold the element {tuple(v)} that the destination's "
@@ -239,6 +246,7 @@ def compile_conversions(cases: list[dict], *, python: str | None = None, workers
     import selectors
     import subprocess
     import sys
+    import tempfile
     import time
 
     exe = python or sys.executable
@@ -254,10 +262,13 @@ def compile_conversions(cases: list[dict], *, python: str | None = None, workers
         if not pending[i]:
             procs[i] = None
             return
-        p = subprocess.Popen([exe, worker], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True, env=env)
-        p.stdin.write("".join(json.dumps(c) + "\n" for c in pending[i]))
-        p.stdin.close()
+        # the cases go through a file: writing them to a pipe while the worker's answers (whole
+        # PTX texts) fill the other pipe would deadlock
+        with tempfile.TemporaryFile("w+") as f:
+            f.write("".join(json.dumps(c) + "\n" for c in pending[i]))
+            f.seek(0)
+            p = subprocess.Popen([exe, worker], stdin=f, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True, env=env)
         procs[i] = p
         sel.register(p.stdout, selectors.EVENT_READ, i)
 
