@@ -79,6 +79,44 @@ def adapter(framework: str):
         raise
 
 
+#: the adapter options each framework reads (``warp_size`` everywhere: the CLI's ``--warp-size``);
+#: any other name is a mistake, reported rather than ignored
+OPTIONS = {
+    "triton": ("warp_size", "triton_version", "element_type", "dtype", "element_bitwidth", "elementBitWidth",
+               "element_bits"),
+    "cute": ("warp_size", "as", "as_", "bits"),
+    "tilus": ("warp_size",),
+    "iree": ("warp_size", "num_subgroups"),
+    "ptx": ("warp_size",),
+    "amd": ("warp_size",),
+}
+_INT_OPTIONS = {"warp_size": 1024, "num_subgroups": 1 << 20, "bits": 1024, "element_bits": 1024,
+                "element_bitwidth": 1024, "elementBitWidth": 1024}
+_STR_OPTIONS = ("triton_version", "element_type", "dtype", "as", "as_")
+
+
+def check_options(framework: str, options: dict) -> None:
+    """Refuse option names ``framework``'s adapter does not read and values of the wrong type or
+    range (``warp_size`` a power of two up to 1024; widths and counts positive integers)."""
+    known = OPTIONS.get(framework)
+    if known is not None:
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise LayoutError(f"unknown {framework} option(s) {', '.join(map(repr, unknown))}; "
+                              f"known: {', '.join(known)}")
+    for name, v in options.items():
+        if v is None:
+            continue
+        if name in _INT_OPTIONS:
+            top = _INT_OPTIONS[name]
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= top or \
+                    (name == "warp_size" and v & (v - 1)):
+                what = "a power of two" if name == "warp_size" else "a positive integer"
+                raise LayoutError(f"option {name} must be {what} of at most {top}, got {v!r}")
+        elif name in _STR_OPTIONS and not isinstance(v, str):
+            raise LayoutError(f"option {name} must be a string, got {v!r}")
+
+
 #: Parsed layouts kept by :func:`parse_spec` (least recently used dropped first).
 PARSE_CACHE_SIZE = 4096
 #: Layouts with more hardware locations than this are not cached (their parse is cheap next
@@ -107,6 +145,7 @@ def parse_spec(spec: str, shape=None, **options):
     file is parsed again. Errors are not cached.
     """
     fw, text = split_spec(spec)
+    check_options(fw, options)
     key = _cache_key(fw, text, shape, options)
     if key is not None:
         with _CACHE_LOCK:

@@ -149,11 +149,23 @@ def _shape(v, where: str):
         raise LayoutError(f"{where}: {e}") from None
 
 
-def _options(v, where: str) -> dict:
+def _options(v, where: str, *specs: str) -> dict:
+    """An options table, checked against the adapter options of each spec's framework."""
     if v is None:
         return {}
     if not isinstance(v, dict):
         raise LayoutError(f"{where}: options must be a table, got {v!r}")
+    from layoutverify.adapters import FRAMEWORKS, check_options, guess_framework
+    for spec in specs:
+        head, sep, _ = spec.partition(":")
+        try:
+            fw = head.strip().lower() if sep and head.strip().lower() in FRAMEWORKS else guess_framework(spec)
+        except LayoutError:
+            continue   # the spec itself is bad: that claim reports it when checked
+        try:
+            check_options(fw, v)
+        except LayoutError as e:
+            raise LayoutError(f"{where}: {e}") from None
     return dict(v)
 
 
@@ -227,7 +239,7 @@ def load_file(path: str | Path) -> Corpus:
             raise LayoutError(f"{where}: expect {raw['expect']!r} is not one of "
                               f"{', '.join(VERDICT_EXPECTATIONS + CONVERSION_EXPECTATIONS)}")
         shape = _shape(raw.get("shape"), where)
-        opts = _options(raw.get("options"), where)
+        opts = _options(raw.get("options"), where, raw["a"], raw["b"])
         tags = raw.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise LayoutError(f"{where}: tags must be a list of strings")
@@ -249,8 +261,8 @@ def load_file(path: str | Path) -> Corpus:
         out.claims.append(Claim(
             name=raw["name"], a=raw["a"], b=raw["b"], expect=raw["expect"],
             shape_a=_shape(raw.get("shape_a"), where) or shape, shape_b=_shape(raw.get("shape_b"), where) or shape,
-            options_a={**opts, **_options(raw.get("options_a"), where)},
-            options_b={**opts, **_options(raw.get("options_b"), where)},
+            options_a={**opts, **_options(raw.get("options_a"), where, raw["a"])},
+            options_b={**opts, **_options(raw.get("options_b"), where, raw["b"])},
             tags=list(tags), note=str(raw.get("note", "")), fragment=raw.get("fragment"),
             framework=raw.get("framework"), timeout_ms=timeout, known=known, native=raw.get("native"),
             source=str(path), **warn_fields))
@@ -270,7 +282,7 @@ def load_file(path: str | Path) -> Corpus:
             raise LayoutError(f"{path}: layout {raw['name']!r}: duplicate name")
         lnames.add(raw["name"])
         out.layouts.append(NamedLayout(raw["name"], raw["spec"], _shape(raw.get("shape"), where),
-                                       _options(raw.get("options"), where), str(path)))
+                                       _options(raw.get("options"), where, raw["spec"]), str(path)))
     for i, raw in enumerate(data.get("inexpressible", [])):
         where = f"{path}: inexpressible #{i + 1}"
         if not isinstance(raw, dict):
