@@ -46,13 +46,13 @@ from __future__ import annotations
 
 import re
 
-from layoutverify.core.errors import LayoutError
+from layoutverify.core.errors import LayoutError, UnsupportedError
 from layoutverify.core.layout import Layout
 
 from .atoms import CopyAtom, MmaAtom, copy_atoms, mma_atoms
 from .canonical import function_layout, memory_layout
 from .interp import evaluate_text
-from .layout import CuteLayout, Underscore
+from .layout import CuteLayout, Underscore, leaves
 from .swizzle import ComposedLayout, Swizzle
 from .tv import TVLayout, copy_tv, mma_tv, written_tv_to_register
 
@@ -81,6 +81,10 @@ def to_canonical(value, shape=None, *, as_: str | None = None, warp_size: int = 
                               f"shape {'x'.join(map(str, shape))} does not match")
         return lay
     if isinstance(value, (CuteLayout, ComposedLayout)):
+        inner = value if isinstance(value, CuteLayout) else value.inner
+        if isinstance(inner, CuteLayout) and any(d < 0 for d in leaves(inner.stride)):
+            raise UnsupportedError(f"{value} has negative strides: CuTe's algebra takes them, but offsets below 0 "
+                                   f"have no place in the canonical form (memory offsets 0 .. cosize-1)")
         mode = as_ or "memory"
         if mode == "memory":
             return memory_layout(value, shape, name=name)

@@ -27,7 +27,8 @@ from __future__ import annotations
 from layoutverify.core.errors import LayoutError, UnsupportedError
 
 from .layout import (UNDERSCORE, CuteLayout, IntTuple, Underscore, ceil_div, compact_left, compact_right,
-                     fmt, is_int, is_tuple, leaves, make_layout, product, product_each, unwrap, wrap)
+                     fmt, is_int, is_static, is_tuple, leaves, make_layout, mul, product, product_each, unwrap,
+                     wrap)
 from .swizzle import ComposedLayout, Swizzle
 
 __all__ = [
@@ -100,24 +101,32 @@ def _composed(fn):
 # ---------------------------------------------------------------------------------------------
 # coalesce, filter
 # ---------------------------------------------------------------------------------------------
+def _static_one(x) -> bool:
+    """C++ ``is_constant<1, X>``: the static integer 1 (a dynamic 1 is not)."""
+    return x == 1 and is_static(x)
+
+
 def _bw_coalesce(shapes: list[int], strides: list[int], init_shape: int, init_stride: int) -> CuteLayout:
-    """C++ ``detail::bw_coalesce`` over flat modes ``0 .. len-1`` (the last one is the init)."""
+    """C++ ``detail::bw_coalesce`` over flat modes ``0 .. len-1`` (the last one is the init).
+
+    Modes are skipped, replaced or merged only when that is decided at compile time: a size-1 mode
+    must be a static 1; a merge needs the front shape and ``s * d == next stride`` static."""
     ns, nd = [init_shape], [init_stride]
     single = True            # the new shape is still an integer (never prepended to)
     for s, d in zip(reversed(shapes), reversed(strides)):
-        if s == 1:
+        if _static_one(s):
             continue
-        if single and ns[0] == 1:
+        if single and _static_one(ns[0]):
             ns, nd = [s], [d]
-        elif s * d == nd[0]:
-            ns[0] = s * ns[0]
+        elif is_static(ns[0]) and is_static(s) and is_static(d) and is_static(nd[0]) and s * d == nd[0]:
+            ns[0] = mul(s, ns[0])
             nd[0] = d
         else:
             ns.insert(0, s)
             nd.insert(0, d)
             single = False
     if single:
-        if ns[0] == 1:
+        if _static_one(ns[0]):
             return CuteLayout(1, 0)
         return CuteLayout(ns[0], nd[0])
     return CuteLayout(tuple(ns), tuple(nd))
@@ -287,7 +296,7 @@ def _exchange_sort(keys: list[int]) -> list[int]:
 def _prefix_products(shape: tuple) -> list[int]:
     out = [1]
     for s in shape:
-        out.append(out[-1] * s)
+        out.append(mul(out[-1], s))
     return out
 
 
@@ -301,11 +310,13 @@ def right_inverse(layout) -> CuteLayout:
     lstride, lshape = wrap(c.stride), wrap(c.shape)
     pre = _prefix_products(lshape)
     rs, rd, curr = [1], [0], 1
-    for i in _exchange_sort(list(lstride)):
-        if lstride[i] == curr:
+    static_modes = [i for i in range(len(lstride)) if is_static(lstride[i])]     # dynamic strides are filtered out
+    order = [static_modes[j] for j in _exchange_sort([lstride[i] for i in static_modes])]
+    for i in order:
+        if is_static(curr) and lstride[i] == curr:      # C++ is_constant<istride, curr>
             rs.append(lshape[i])
             rd.append(pre[i])
-            curr = lshape[i] * lstride[i]
+            curr = mul(lshape[i], lstride[i])
     return coalesce(CuteLayout(tuple(rs), tuple(rd)))
 
 
@@ -317,6 +328,9 @@ def left_inverse(layout) -> CuteLayout:
         raise UnsupportedError(f"left_inverse of {layout} is not supported")
     c = coalesce(layout)
     lstride, lshape = wrap(c.stride), wrap(c.shape)
+    if not is_static(lstride):
+        raise LayoutError(f"left_inverse of {layout.cpp_str()}: CuTe requires static strides "
+                          f"(\"Left inverse requires static strides.\")")
     pre = _prefix_products(lshape)
     order = _exchange_sort(list(lstride))
     rs: list[int] = []

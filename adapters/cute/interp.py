@@ -26,11 +26,14 @@ Functions (CuTe C++ names; ``cute::`` prefixes are accepted):
 """
 from __future__ import annotations
 
-from layoutverify.core.errors import LayoutError, ParseError
+import re
+
+from layoutverify.core.errors import LayoutError, ParseError, UnsupportedError
 
 from . import algebra as A
 from .atoms import CopyAtom, MmaAtom, find_atom, smem_atom, smem_atom_names, type_bits
-from .layout import UNDERSCORE, CuteLayout, Underscore, check_inttuple, compact_layout, is_int, is_tuple, make_layout
+from .layout import (UNDERSCORE, CuteLayout, Dyn, Underscore, check_inttuple, compact_layout, has_dynamic, is_int,
+                     is_tuple, make_layout)
 from .parser import Chain, LayoutLit, Name, Node, Num, Smem, Tup, Under, parse_text
 from .swizzle import ComposedLayout, Swizzle
 from .tv import TVLayout, copy_tv, mma_tv, tiled_mma
@@ -46,10 +49,33 @@ class SmemFlag:
         return f"smem_ptr[{self.bits}b](unset)"
 
 
+#: functions that follow CuTe C++'s static/dynamic integer rules (see :mod:`.layout`); the others
+#: refuse dynamic integers rather than give C++'s static answer for a dynamic input
+DYNAMIC_OPS = {"coalesce", "right_inverse", "left_inverse", "make_layout", "compact_col_major",
+               "compact_row_major", "get", "layout"}
+
+_STATIC_LITERAL = re.compile(r"(?<![A-Za-z0-9_])_-?[0-9]")
+
+
+_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+
+
+def uses_cpp_integers(text: str) -> bool:
+    """Whether ``text`` writes integers as CuTe C++ prints them: some static ``_N`` outside C++
+    template arguments (``Step<_2,_1>`` is a type, always static). Then a bare ``N`` is a dynamic
+    integer, as in C++'s print; otherwise every integer is static (pycute's and layoutverify's
+    plain print)."""
+    prev = None
+    while prev != text:                       # drop template arguments, innermost first
+        prev, text = text, _TEMPLATE_ARGS.sub("", text)
+    return bool(_STATIC_LITERAL.search(text))
+
+
 class Interpreter:
-    def __init__(self, text: str, *, bits: int = 16):
+    def __init__(self, text: str, *, bits: int = 16, dynamic: bool | None = None):
         self.text = text
         self.bits = bits
+        self.dynamic = uses_cpp_integers(text) if dynamic is None else dynamic
 
     def error(self, msg, node: Node, token: str | None = None) -> LayoutError:
         """A ParseError at ``node``; a more specific LayoutError (size limit, unsupported, not
@@ -65,7 +91,7 @@ class Interpreter:
     # -- values ------------------------------------------------------------------------------
     def eval(self, node: Node):
         if isinstance(node, Num):
-            return node.value
+            return Dyn(node.value) if self.dynamic and not node.static else node.value
         if isinstance(node, Under):
             return UNDERSCORE
         if isinstance(node, Smem):
@@ -135,6 +161,11 @@ class Interpreter:
             raise self.error(f"unknown CuTe function {name!r}", node, name)
         args = [self.eval(a) for a in node.args]
         kwargs = {k: (self.eval(v), v) for k, v in node.kwargs.items()}
+        if short not in DYNAMIC_OPS and any(has_dynamic(a) for a in args + [v for v, _ in kwargs.values()]):
+            raise self.error(UnsupportedError(
+                f"{short} with dynamic (run-time) integers is not modelled: CuTe C++ runs it differently than "
+                f"for static ones; modelled: {', '.join(sorted(DYNAMIC_OPS))} (write _N for static integers)"),
+                node, name)
         try:
             out = fn(self, node, args, kwargs)
         except ParseError:
@@ -151,7 +182,7 @@ class Interpreter:
         raise ParseError(f"'.{node.attr}' applies to an atom name", self.text, node.attr_col, node.attr)
 
     def bare_name(self, node: Name, short: str):
-        if short in ("Sw", "Swizzle"):
+        if short in ("Sw", "Swizzle", "S"):       # S<B,M,S>: the CuTe DSL's print of a swizzle
             if len(node.targs) != 3 or not all(isinstance(t, Num) for t in node.targs):
                 raise self.error("a swizzle is Sw<B,M,S> with three integers", node, node.name)
             try:
@@ -365,6 +396,31 @@ def _f_make_layout(it, node, args, kwargs):
                       "to concatenate")
 
 
+def _f_compact(major: str):
+    def f(it, node, args, kwargs):
+        _nargs(node, args, 1, 1, kwargs=kwargs)
+        if not _is_inttuple(args[0]):
+            raise LayoutError(f"compact_{major}_major takes a shape")
+        return compact_layout(args[0], "left" if major == "col" else "right")
+    return f
+
+
+def _f_make_swizzle(it, node, args, kwargs):
+    """C++ ``make_swizzle<Y, Z>()``: the swizzle whose masks are ``Y`` (bits read) and ``Z`` (bits
+    xor-ed): ``B = popcount(Y)``, ``M = min(ctz(Y), ctz(Z))``, ``S = ctz(Y) - ctz(Z)``."""
+    _nargs(node, args, 0, 0, kwargs=kwargs)
+    if len(node.targs) != 2 or not all(isinstance(t, Num) for t in node.targs):
+        raise LayoutError("make_swizzle<Y, Z>() takes two integer masks (e.g. make_swizzle<0b1000, 0b0100>())")
+    y, z = (t.value for t in node.targs)
+    if y <= 0 or z <= 0 or y.bit_count() != z.bit_count():
+        raise LayoutError(f"make_swizzle<{y}, {z}>: the masks must be non-zero with the same number of bits")
+    tz_y, tz_z = (y & -y).bit_length() - 1, (z & -z).bit_length() - 1
+    sw = Swizzle(y.bit_count(), min(tz_y, tz_z), tz_y - tz_z)
+    if (y | z) != sw.yyy_msk | sw.zzz_msk:
+        raise LayoutError(f"make_swizzle<{y}, {z}>: the masks are not contiguous bit fields of one swizzle")
+    return sw
+
+
 def _f_make_tile(it, node, args, kwargs):
     _nargs(node, args, 1, 16, kwargs=kwargs)
     return tuple(_tiler_arg(a) for a in args)
@@ -495,6 +551,9 @@ _FUNCTIONS = {
     "blocked_product": _f_product2(A.blocked_product),
     "raked_product": _f_product2(A.raked_product),
     "make_layout": _f_make_layout,
+    "compact_col_major": _f_compact("col"),
+    "compact_row_major": _f_compact("row"),
+    "make_swizzle": _f_make_swizzle,
     "make_tile": _f_make_tile,
     "tile_to_shape": _f_tile_to_shape,
     "upcast": _f_cast(A.upcast),
@@ -510,10 +569,13 @@ _FUNCTIONS = {
 FUNCTION_NAMES = sorted(_FUNCTIONS)
 
 
-def evaluate(node: Node, text: str, *, bits: int = 16):
-    return Interpreter(text, bits=bits).eval(node)
+def evaluate(node: Node, text: str, *, bits: int = 16, dynamic: bool | None = None):
+    return Interpreter(text, bits=bits, dynamic=dynamic).eval(node)
 
 
-def evaluate_text(text: str, *, bits: int = 16):
-    """Parse and evaluate CuTe text into a value (layout, composed layout, TV layout, ...)."""
-    return evaluate(parse_text(text), text, bits=bits)
+def evaluate_text(text: str, *, bits: int = 16, dynamic: bool | None = None):
+    """Parse and evaluate CuTe text into a value (layout, composed layout, TV layout, ...).
+
+    ``dynamic``: whether bare integers are dynamic; default: when the text writes some static
+    integer as ``_N`` (CuTe C++'s print), see :func:`uses_cpp_integers`."""
+    return evaluate(parse_text(text), text, bits=bits, dynamic=dynamic)

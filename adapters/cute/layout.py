@@ -8,13 +8,18 @@ A :class:`CuteLayout` maps a coordinate to an offset. Its *1-D coordinate* (CuTe
 ``idx = c0 + s0 * (c1 + s1 * (c2 + ...))``, recursively inside nested modes; the offset is
 ``sum(c_i * d_i)`` over the flattened modes.
 
-Every integer is treated as a **static** (compile-time) value, as CuTe prints ``_8``. CuTe C++
-runs some algorithms differently for dynamic integers (``coalesce`` does not merge modes it cannot
-compare at compile time, ``right_inverse`` ignores dynamic strides); the functions agree, but the
-mode structure can differ. layoutverify follows the static semantics everywhere and prints plain
-integers (CuTe's ``_8`` reads as ``8``).
+**Static and dynamic integers.** A plain Python ``int`` is a *static* (compile-time) integer, as CuTe
+prints ``_8``; a :class:`Dyn` is a *dynamic* (run-time) one, as CuTe prints ``8``. CuTe C++ runs some
+algorithms differently for dynamic integers, and so do the functions here that take them:
+``coalesce`` merges or drops a mode only when it can decide at compile time (static shapes and
+strides), ``right_inverse`` ignores dynamic strides, ``left_inverse`` requires static strides, and
+``compact_*`` give a size-1 mode stride 0 only when the 1 is static. Arithmetic keeps CuTe's types:
+static op static is static, anything with a dynamic operand is dynamic, except a static ``0``
+times anything (``_0``). Other algebra refuses dynamic integers (:class:`UnsupportedError`)
+rather than guess (see :data:`DYNAMIC_OPS` in the interpreter). :func:`fmt` prints plain integers,
+:func:`cpp_fmt` prints as CuTe C++ does (``_8`` static, ``8`` dynamic).
 
-Strides must be non-negative (CuTe allows negative strides; layoutverify does not model them).
+Strides may be negative (``4:-1``); shapes are positive.
 """
 from __future__ import annotations
 
@@ -33,6 +38,46 @@ MAX_EXTENT = 1 << 48
 MAX_LEAVES = 4096
 #: Deepest IntTuple nesting accepted.
 MAX_DEPTH = 64
+
+
+# ---------------------------------------------------------------------------------------------
+# Dynamic integers
+# ---------------------------------------------------------------------------------------------
+class Dyn(int):
+    """A dynamic (run-time) CuTe integer: same value as an ``int``, printed without ``_`` by C++."""
+
+    def __repr__(self):
+        return f"Dyn({int(self)})"
+
+
+def is_static(x) -> bool:
+    """Whether every integer of ``x`` (an int or IntTuple) is static."""
+    if is_tuple(x):
+        return all(is_static(e) for e in x)
+    return not isinstance(x, Dyn)
+
+
+def has_dynamic(x) -> bool:
+    """Whether a value (int, IntTuple, layout, or a tuple of them) holds a dynamic integer."""
+    if isinstance(x, Dyn):
+        return True
+    if is_tuple(x):
+        return any(has_dynamic(e) for e in x)
+    if isinstance(x, CuteLayout):
+        return not (is_static(x.shape) and is_static(x.stride))
+    inner = getattr(x, "inner", None)            # ComposedLayout
+    return isinstance(inner, CuteLayout) and has_dynamic(inner)
+
+
+def _typed(value: int, *operands) -> int:
+    return Dyn(value) if any(isinstance(o, Dyn) for o in operands) else int(value)
+
+
+def mul(a: int, b: int) -> int:
+    """CuTe's ``a * b``: static unless an operand is dynamic; ``_0 * x`` is ``_0``."""
+    if (a == 0 and not isinstance(a, Dyn)) or (b == 0 and not isinstance(b, Dyn)):
+        return 0
+    return _typed(int(a) * int(b), a, b)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -55,7 +100,7 @@ def leaves(x: IntTuple) -> list[int]:
         if is_tuple(t):
             stack.extend(reversed(t))
         else:
-            out.append(int(t))
+            out.append(t if isinstance(t, Dyn) else int(t))
     return out
 
 
@@ -85,9 +130,10 @@ def depth(x: IntTuple) -> int:
 
 
 def product(x: IntTuple) -> int:
+    """C++ ``product``: static unless a factor is dynamic."""
     p = 1
     for v in leaves(x):
-        p *= v
+        p = mul(p, v)
     return p
 
 
@@ -152,9 +198,9 @@ def compact_left(shape: IntTuple, current: int = 1) -> tuple[IntTuple, int]:
             d, current = compact_left(s, current)
             out.append(d)
         return tuple(out), current
-    if shape == 1:
+    if shape == 1 and not isinstance(shape, Dyn):      # a static 1 only (C++ is_constant<1>)
         return 0, current
-    return current, current * shape
+    return current, mul(current, shape)
 
 
 def compact_right(shape: IntTuple, current: int = 1) -> tuple[IntTuple, int]:
@@ -165,9 +211,9 @@ def compact_right(shape: IntTuple, current: int = 1) -> tuple[IntTuple, int]:
             d, current = compact_right(s, current)
             out.append(d)
         return tuple(reversed(out)), current
-    if shape == 1:
+    if shape == 1 and not isinstance(shape, Dyn):
         return 0, current
-    return current, current * shape
+    return current, mul(current, shape)
 
 
 def fmt(x) -> str:
@@ -175,6 +221,13 @@ def fmt(x) -> str:
     if is_tuple(x):
         return "(" + ",".join(fmt(e) for e in x) + ")"
     return str(int(x))
+
+
+def cpp_fmt(x) -> str:
+    """Print an IntTuple as CuTe C++ does: ``_8`` static, ``8`` dynamic, ``_-1`` static negative."""
+    if is_tuple(x):
+        return "(" + ",".join(cpp_fmt(e) for e in x) + ")"
+    return str(int(x)) if isinstance(x, Dyn) else f"_{int(x)}"
 
 
 def check_inttuple(x, what: str = "shape") -> IntTuple:
@@ -188,7 +241,7 @@ def check_inttuple(x, what: str = "shape") -> IntTuple:
             return tuple(walk(e, d + 1) for e in t)
         if not is_int(t):
             raise LayoutError(f"{what} entries must be integers, got {t!r}")
-        return int(t)
+        return t if isinstance(t, Dyn) else int(t)
     out = walk(x, 0)
     if len(leaves(out)) > MAX_LEAVES:
         raise LayoutError(f"{what} has more than {MAX_LEAVES} modes")
@@ -212,9 +265,6 @@ class CuteLayout:
         for s in leaves(shape):
             if s < 1:
                 raise LayoutError(f"shape {fmt(shape)} has a mode of size {s}; sizes must be positive")
-        for d in leaves(stride):
-            if d < 0:
-                raise UnsupportedError(f"stride {fmt(stride)} has a negative stride {d}; negative strides are not supported")
         self.shape = shape
         self.stride = stride
         if self.size() > MAX_EXTENT or self.cosize() > MAX_EXTENT:
@@ -231,6 +281,10 @@ class CuteLayout:
         return f"{fmt(self.shape)}:{fmt(self.stride)}"
 
     __repr__ = __str__
+
+    def cpp_str(self) -> str:
+        """As CuTe C++ prints it (``(_4,2):(_1,_4)``: static ``_N``, dynamic ``N``)."""
+        return f"{cpp_fmt(self.shape)}:{cpp_fmt(self.stride)}"
 
     def rank(self) -> int:
         return rank(self.shape)

@@ -45,7 +45,7 @@ class Token:
 _TOKEN_RE = re.compile(r"""
     (?P<ws>\s+)
   | (?P<smem>smem_ptr\[(?P<bits>[0-9]+)b\]\(unset\))
-  | (?P<int>_?[0-9]+)
+  | (?P<int>_?-?[0-9]+)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)
   | (?P<punct>[(),:<>.=\-{}])
 """, re.VERBOSE)
@@ -58,6 +58,10 @@ def tokenize(text: str) -> list[Token]:
     while pos < n:
         m = _TOKEN_RE.match(text, pos)
         if not m:
+            if text[pos] == "?":
+                raise ParseError("'?' is how the CuTe DSL prints a dynamic integer whose value is only known at run "
+                                 "time; write its value (e.g. (4,8):(8,1), or CuTe C++'s (_4,8):(8,_1) to keep it "
+                                 "dynamic)", text, pos + 1, "?")
             raise ParseError("unexpected character", text, pos + 1, text[pos])
         kind = m.lastgroup
         s = m.group(0)
@@ -98,6 +102,7 @@ class Node:
 @dataclass
 class Num(Node):
     value: int
+    static: bool = False      #: written ``_N`` (CuTe's print of a static integer)
 
 
 @dataclass
@@ -204,7 +209,11 @@ class Parser:
         t = self.tok
         if t.kind == "INT":
             self.next()
-            return Num(t.col, t.value)
+            return Num(t.col, t.value, t.text.startswith("_"))
+        if t.kind == "-":                     # a negative stride: 4:-1, (4,2):(_-1,_4)
+            self.next()
+            n = self.expect("INT", "an integer after '-'")
+            return Num(t.col, -n.value, n.text.startswith("_"))
         if t.kind == "US":
             self.next()
             return Under(t.col)
