@@ -173,20 +173,21 @@ def _f2_data(lay: Layout) -> _F2Data | None:
     except KeyError:
         pass
     bases = None
-    if lay.all_pow2:
-        if "_declared_bases" in lay.__dict__:
+    declared = lay.__dict__.get("_declared_bases")
+    if declared is not None:  # from_bases checked every entry against the shape
+        bases = declared
+    elif lay.all_pow2:
+        out_sizes = lay.out_sizes
+        bases = F2.linearize(lay.exprs, lay.in_dims, out_sizes)
+        if bases is None and lay.in_size() <= MAX_TABLE_LOCATIONS:
+            # past the table limit F2-linearity needs a proof; the z3 path decides instead
             bases = lay.f2_bases()
-        else:
-            bases = F2.linearize(lay.exprs, lay.in_dims, lay.out_sizes)
-            if bases is None and lay.in_size() <= MAX_TABLE_LOCATIONS:
-                # past the table limit F2-linearity needs a proof; the z3 path decides instead
-                bases = lay.f2_bases()
-    if bases is not None:
-        for n, vs in bases.items():
-            for i, v in enumerate(vs):
-                if any(c >= s for c, s in zip(v, lay.out_sizes)):
-                    raise LayoutError(f"layout maps hardware location {n}={1 << i} to {list(v)}, "
-                                      f"outside its logical shape {list(lay.out_sizes)}")
+        if bases is not None:
+            for n, vs in bases.items():
+                for i, v in enumerate(vs):
+                    if any(c >= s for c, s in zip(v, out_sizes)):
+                        raise LayoutError(f"layout maps hardware location {n}={1 << i} to {list(v)}, "
+                                          f"outside its logical shape {list(out_sizes)}")
     d = None if bases is None else _F2Data(lay, bases)
     _F2_CACHE[lay] = d
     return d

@@ -116,19 +116,19 @@ class Layout:
         return ex
 
     # -- dims -----------------------------------------------------------------------------------
-    @property
+    @cached_property
     def in_names(self) -> tuple[str, ...]:
         return tuple(n for n, _ in self.in_dims)
 
-    @property
+    @cached_property
     def in_sizes(self) -> tuple[int, ...]:
         return tuple(s for _, s in self.in_dims)
 
-    @property
+    @cached_property
     def out_names(self) -> tuple[str, ...]:
         return tuple(n for n, _ in self.out_dims)
 
-    @property
+    @cached_property
     def out_sizes(self) -> tuple[int, ...]:
         return tuple(s for _, s in self.out_dims)
 
