@@ -179,16 +179,17 @@ def blocked(spt, tpw, wpc, order=(1, 0)) -> str:
 
 
 def blocked_pairs(n: int, start: int = 0) -> list[dict]:
-    """``n`` distinct prove requests over Triton blocked layouts (sizes up to 128x128)."""
-    out = []
+    """``n`` distinct prove requests over Triton blocked layouts (shapes up to 128x128), numbered
+    from ``start``; distinct for numbers below 2880 (mixed radix: shape, sizePerThread,
+    threadsPerWarp, warpsPerCTA, order)."""
     spts = [(1, 1), (1, 2), (1, 4), (2, 2), (4, 1), (1, 8), (2, 4), (4, 4)]
     tpws = [(4, 8), (8, 4), (2, 16), (16, 2), (1, 32), (32, 1)]
     wpcs = [(1, 1), (2, 2), (4, 1), (1, 4), (2, 1)]
     shapes = ["16x16", "32x32", "64x64", "128x128", "32x64", "64x128"]
-    i = start
-    while len(out) < n:
-        a = blocked(spts[i % 8], tpws[(i // 8) % 6], wpcs[(i // 48) % 5])
-        b = blocked(spts[(i + 1) % 8], tpws[(i // 8) % 6], wpcs[(i // 48) % 5], order=(0, 1) if i % 3 == 0 else (1, 0))
-        out.append({"a": a, "b": b, "shape": shapes[i % 6]})
-        i += 1
+    out = []
+    for i in range(start, start + n):
+        shape, spt, tpw, wpc, order = (i % 6, (i // 6) % 8, (i // 48) % 6, (i // 288) % 5, (i // 1440) % 2)
+        a = blocked(spts[spt], tpws[tpw], wpcs[wpc])
+        b = blocked(spts[(spt + 1) % 8], tpws[tpw], wpcs[wpc], order=(0, 1) if order else (1, 0))
+        out.append({"a": a, "b": b, "shape": shapes[shape]})
     return out

@@ -313,7 +313,7 @@ def test_token_busy_crash_and_hang():
         # one hanging job runs, one waits: the third request finds the queue full
         results = []
         hangs = [threading.Thread(target=lambda: results.append(
-            http("POST", server.url + "/v1/_fault/hang?seconds=4", headers=auth, raw=b"")[:3:2])) for _ in range(2)]
+            http("POST", server.url + "/v1/_fault/hang?seconds=2", headers=auth, raw=b"")[:3:2])) for _ in range(2)]
         for t in hangs:
             t.start()
             time.sleep(0.3)

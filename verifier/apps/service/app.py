@@ -59,6 +59,7 @@ class Service:
     tasks: set = field(default_factory=set)
 
     async def start(self) -> None:
+        tool_version()  # fixed now, for the server and every worker it starts
         self.store = Store(self.config.db)
         self.pool = Pool(self.config.workers, self.config.queue, self.store.url or self.store.where,
                          faults=self.config.faults, on_event=self._pool_event)
@@ -77,6 +78,13 @@ class Service:
             self.pool.close()
         if self.store is not None:
             self.store.close()
+
+    async def db(self, fn, *args, **kw):
+        """A store call: PostgreSQL round trips (and commits) run in a thread, off the event loop;
+        SQLite calls are local and short, and run in place."""
+        if self.store.postgres:
+            return await asyncio.to_thread(fn, *args, **kw)
+        return fn(*args, **kw)
 
     # -- running a question ---------------------------------------------------------------------
     async def run_job(self, kind: str, args: dict, deadline: float) -> dict:
@@ -101,7 +109,7 @@ class Service:
         Returns ``{"id", "result", "fingerprints", "cached"}`` (``id`` is ``None`` for an answer
         that was not stored: a proof stopped at its deadline)."""
         request_hash = hashlib.sha256(canonical_json([kind, args, tool_version()]).encode()).hexdigest()
-        row = self.store.by_alias(request_hash)
+        row = await self.db(self.store.by_alias, request_hash)
         if row is not None:
             self.metrics.cache_result(kind, True)
             return {"id": row["id"], "result": row["result"], "fingerprints": {"a": row["fp_a"], "b": row["fp_b"]},
@@ -120,13 +128,13 @@ class Service:
                 "reason": f"the proof ran past its deadline of {deadline_for(timeout_ms):.0f} s and was stopped"}}
         if "hit" in out:
             self.metrics.cache_result(kind, True)
-            self.store.add_alias(request_hash, out["hit"]["id"])
+            await self.db(self.store.add_alias, request_hash, out["hit"]["id"])
             return {"id": out["hit"]["id"], "result": out["hit"]["result"], "fingerprints": out["fingerprints"],
                     "cached": True}
         self.metrics.cache_result(kind, False)
         if out.get("verdict") == "unknown":
             self.metrics.event("solver_timeouts")
-        rid = self.store.put(kind=kind, fp_a=out["fingerprints"]["a"], fp_b=out["fingerprints"]["b"],
+        rid = await self.db(self.store.put, kind=kind, fp_a=out["fingerprints"]["a"], fp_b=out["fingerprints"]["b"],
                              options=out["options"], tool_version=tool_version(), request=args,
                              result=out["result"], verdict=out.get("verdict"), smt2=out.get("smt2"),
                              cacheable=out.get("cacheable", True), request_hash=request_hash)
@@ -169,7 +177,7 @@ class Service:
         for i, c in enumerate(claims):
             rq.refuse_file_reference(c["a"], f"claim {c['name']!r}: a")
             rq.refuse_file_reference(c["b"], f"claim {c['name']!r}: b")
-        jid = self.store.job_create("check", len(claims))
+        jid = await self.db(self.store.job_create, "check", len(claims))
         task = asyncio.create_task(self._run_check(jid, claims))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -178,7 +186,7 @@ class Service:
         except asyncio.TimeoutError:
             return 202, jsonout.document("job", {"job": jid, "status": "running", "done": 0, "total": len(claims),
                                                  "url": f"/v1/jobs/{jid}"})
-        return 200, self.job_json(self.store.job_get(jid))
+        return 200, self.job_json(await self.db(self.store.job_get, jid))
 
     async def _run_check(self, jid: str, claims: list[dict]) -> None:
         done = 0
@@ -201,7 +209,7 @@ class Service:
                     outcomes[i] = {"id": claim["name"], "status": "error", "message": "ran past its deadline"}
                     break
             done += 1
-            self.store.job_update(jid, done=done)
+            await self.db(self.store.job_update, jid, done=done)
 
         try:
             await asyncio.gather(*[one(i, c) for i, c in enumerate(claims)])
@@ -209,10 +217,10 @@ class Service:
             for o in outcomes:
                 counts[o["status"]] = counts.get(o["status"], 0) + 1
             passed = all(o["status"] in ("holds", "known") for o in outcomes)
-            self.store.job_update(jid, done=done, status="done",
+            await self.db(self.store.job_update, jid, done=done, status="done",
                                   result={"outcomes": outcomes, "summary": counts, "passed": passed})
         except Exception as e:  # pragma: no cover - reported through the job, never lost silently
-            self.store.job_update(jid, done=done, status="failed", error=f"{type(e).__name__}: {e}")
+            await self.db(self.store.job_update, jid, done=done, status="failed", error=f"{type(e).__name__}: {e}")
 
     @staticmethod
     def job_json(job: dict) -> dict:
@@ -369,14 +377,14 @@ def create_app(config: Config | None = None) -> FastAPI:
 
     @app.get("/v1/jobs/{jid}", tags=["jobs"], summary="Progress and results of a check job")
     async def job(jid: str):
-        j = service.store.job_get(jid)
+        j = await service.db(service.store.job_get, jid)
         if j is None:
             raise rq.RequestError(404, "not_found", f"no job {jid!r}")
         return service.job_json(j)
 
     @app.get("/v1/results/{rid}", tags=["results"], summary="A stored result")
     async def result(rid: str):
-        row = service.store.get(rid)
+        row = await service.db(service.store.get, rid)
         if row is None:
             raise rq.RequestError(404, "not_found", f"no result {rid!r}")
         return stored_json(row)
@@ -384,7 +392,7 @@ def create_app(config: Config | None = None) -> FastAPI:
     @app.get("/v1/results/{rid}/smt2", tags=["results"], summary="The SMT-LIB2 queries of a z3 proof",
              response_class=PlainTextResponse)
     async def result_smt2(rid: str):
-        exists, text = service.store.smt2(rid)
+        exists, text = await service.db(service.store.smt2, rid)
         if not exists:
             raise rq.RequestError(404, "not_found", f"no result {rid!r}")
         if text is None:
@@ -395,13 +403,13 @@ def create_app(config: Config | None = None) -> FastAPI:
     async def results(fingerprint: str, limit: int = 100):
         if not (1 <= limit <= 1000):
             raise rq.RequestError(422, "invalid_field", "field 'limit': must be between 1 and 1000", "limit")
-        rows = service.store.by_fingerprint(fingerprint, limit)
+        rows = await service.db(service.store.by_fingerprint, fingerprint, limit)
         return jsonout.document("results", {"fingerprint": fingerprint, "results": [stored_json(r) for r in rows]})
 
     @app.get("/healthz", tags=["service"])
     async def healthz():
         return {"status": "ok", "store": "postgresql" if service.store.postgres else "sqlite",
-                "schema_version": service.store.version(), "workers": service.pool.size,
+                "schema_version": await service.db(service.store.version), "workers": service.pool.size,
                 "running": service.pool.running, "waiting": service.pool.pending - service.pool.running,
                 "worker_pids": service.pool.pids(), "tool_version": tool_version()}
 

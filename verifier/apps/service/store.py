@@ -24,6 +24,7 @@ import base64
 import hashlib
 import json
 import os
+import queue
 import secrets
 import sqlite3
 import threading
@@ -95,12 +96,15 @@ def store_key(kind: str, fp_a: str, fp_b: str, options: dict, tool_version: str)
 class Store:
     """One connection to the store, safe to share between threads (calls are serialised)."""
 
-    def __init__(self, url: str | None = None):
+    def __init__(self, url: str | None = None, *, connections: int = 4):
         self.url = url
         self.postgres = bool(url) and url.startswith(("postgresql://", "postgres://"))
         self._lock = threading.RLock()
         if self.postgres:
-            self._connect_postgres()
+            # a few connections, so that threads do not wait on each other's round trips and commits
+            self._pool: queue.LifoQueue = queue.LifoQueue()
+            for _ in range(connections):
+                self._pool.put(self._connect_postgres())
             self.where = "PostgreSQL"
         else:
             path = Path(url) if url else default_path()
@@ -118,55 +122,72 @@ class Store:
         self.migrate()
 
     # -- connection and SQL ---------------------------------------------------------------------
-    def _connect_postgres(self) -> None:
+    def _connect_postgres(self):
         try:
             import psycopg
         except ImportError:
             raise LayoutError("a PostgreSQL store needs psycopg 3: pip install 'layoutverify[service]'") from None
         try:
-            self.conn = psycopg.connect(self.url, autocommit=True)
+            return psycopg.connect(self.url, autocommit=True)
         except psycopg.Error as e:
             raise LayoutError(f"cannot connect to the PostgreSQL store: {str(e).splitlines()[0]}") from None
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.postgres else sql
 
-    def _execute(self, sql: str, params=()):
-        """Run one statement; on PostgreSQL a broken connection is opened again once."""
-        with self._lock:
+    def _with_conn(self, fn):
+        """``fn(connection)``: SQLite's one connection under the lock, or a pooled PostgreSQL one
+        (opened again once when it broke, e.g. after a server restart)."""
+        if not self.postgres:
+            with self._lock:
+                return fn(self.conn)
+        conn = self._pool.get()
+        try:
             try:
-                return self.conn.execute(self._sql(sql), params)
+                return fn(conn)
             except Exception as e:
-                if not self.postgres or not _is_connection_error(e):
+                if not _is_connection_error(e):
                     raise
-                self._connect_postgres()
-                return self.conn.execute(self._sql(sql), params)
+                try:
+                    conn.close()
+                except Exception:
+                    pass
+                conn = self._connect_postgres()
+                return fn(conn)
+        finally:
+            self._pool.put(conn)
 
     def _rows(self, sql: str, params=()) -> list[dict]:
-        with self._lock:
-            cur = self._execute(sql, params)
+        def run(conn):
+            cur = conn.execute(self._sql(sql), params)
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
+        return self._with_conn(run)
 
     def _transaction(self, statements: list[tuple[str, tuple]]) -> None:
-        with self._lock:
+        def run(conn):
             if self.postgres:
-                with self.conn.transaction():
+                with conn.transaction():
                     for sql, params in statements:
-                        self.conn.execute(self._sql(sql), params)
-            else:
-                self.conn.execute("BEGIN IMMEDIATE")
-                try:
-                    for sql, params in statements:
-                        self.conn.execute(sql, params)
-                except BaseException:
-                    self.conn.execute("ROLLBACK")
-                    raise
-                self.conn.execute("COMMIT")
+                        conn.execute(self._sql(sql), params)
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, params in statements:
+                    conn.execute(sql, params)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        self._with_conn(run)
 
     def close(self) -> None:
-        with self._lock:
-            self.conn.close()
+        if self.postgres:
+            while not self._pool.empty():
+                self._pool.get().close()
+        else:
+            with self._lock:
+                self.conn.close()
 
     # -- migrations -----------------------------------------------------------------------------
     def version(self) -> int:
@@ -175,20 +196,21 @@ class Store:
 
     def migrate(self) -> int:
         """Apply the migrations this store lacks; returns the schema version."""
-        with self._lock:
-            self._execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        def run(conn):
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             if self.postgres:
-                with self.conn.transaction():
-                    self.conn.execute("SELECT pg_advisory_xact_lock(7461626)")
-                    self._apply(self.conn.execute)
-            else:
-                self.conn.execute("BEGIN IMMEDIATE")
-                try:
-                    self._apply(self.conn.execute)
-                except BaseException:
-                    self.conn.execute("ROLLBACK")
-                    raise
-                self.conn.execute("COMMIT")
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(7461626)")
+                    self._apply(conn.execute)
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._apply(conn.execute)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        self._with_conn(run)
         return self.version()
 
     def _apply(self, execute) -> None:

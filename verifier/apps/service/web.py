@@ -227,7 +227,7 @@ def register(app, service) -> None:
 
     @app.get("/r/{rid}", response_class=HTMLResponse, include_in_schema=False)
     async def permalink(rid: str):
-        row = service.store.get(rid)
+        row = await service.db(service.store.get, rid)
         if row is None:
             return _page("not found", f"<p class=err>no result {html.escape(rid)!s}</p><p><a href='/'>home</a></p>", 404)
         if row["kind"] != "prove":

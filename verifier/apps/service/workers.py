@@ -86,18 +86,19 @@ def tool_version() -> str:
 
 
 # -- the worker process -------------------------------------------------------------------------
-def _worker_main(conn, store_url: str | None, faults: bool) -> None:
+def _worker_main(conn, store_url: str | None, faults: bool, version: str) -> None:
     """Loop: receive a job, answer ``("ok", dict)``, ``("bad", error object)`` or ``("bug", line)``."""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops the workers
     from layoutverify.apps import api
+    global _TOOL_VERSION
+    _TOOL_VERSION = version  # the server's: store keys must agree even if the sources change meanwhile
     store = None
     try:
         from layoutverify.apps.service.store import Store
-        store = Store(store_url)
+        store = Store(store_url, connections=1)
     except Exception:  # the server reports store problems; a worker without one just proves
         store = None
-    tool_version()
     while True:
         try:
             job = conn.recv()
@@ -145,8 +146,8 @@ class _Worker:
 
     def start(self) -> None:
         parent, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_worker_main, args=(child, self.store_url, self.faults),
-                                     name="layoutverify-worker", daemon=True)
+        self.proc = self.ctx.Process(target=_worker_main, name="layoutverify-worker", daemon=True,
+                                     args=(child, self.store_url, self.faults, tool_version()))
         self.proc.start()
         child.close()
         self.conn = parent
