@@ -25,7 +25,7 @@ from pathlib import Path
 from layoutverify.core.errors import LayoutError
 
 from .spec import Spec
-from .work import evaluate_chunk
+from .work import evaluate_chunk_lines
 
 SCHEMA = "layoutverify/1"
 
@@ -49,19 +49,19 @@ def read_done(path: Path) -> set[str]:
 
 
 def chunks(spec: Spec, done: set[str], chunk_size: int):
-    """Chunks (see :mod:`.work`) of the points not in ``done``, group by group."""
+    """Chunks (see :mod:`.work`) of the points not in ``done``, group by group. Without anything
+    done the workers compute the point ids (the main process only enumerates names)."""
     for g in spec.groups():
-        pending = []
-        for a, b in g.pairs:
-            pid = g.point_id(a, b)
-            if pid not in done:
-                pending.append((pid, a, b))
+        if done:
+            pending = [[pid, a, b] for a, b in g.pairs if (pid := g.point_id(a, b)) not in done]
+        else:
+            pending = [[None, a, b] for a, b in g.pairs]
         for i in range(0, len(pending), chunk_size):
             part = pending[i:i + chunk_size]
             names = {x for _, a, b in part for x in (a, b)}
-            yield {"task": g.task, "shape_a": g.shape_a, "shape_b": g.shape_b, "options": g.options,
+            yield {"task": g.task, "key": g.key, "shape_a": g.shape_a, "shape_b": g.shape_b, "options": g.options,
                    "element_type": g.element_type, "meta": g.meta,
-                   "layouts": {n: g.layouts[n] for n in names}, "pairs": [list(p) for p in part]}
+                   "layouts": {n: g.layouts[n] for n in names}, "pairs": part}
 
 
 class _Writer:
@@ -70,18 +70,22 @@ class _Writer:
         self.f = open(path, "a")
         self.count = 0
 
-    def write(self, records) -> None:
-        self.f.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+    def write(self, result) -> None:
+        """``(count, text)`` from :func:`.work.evaluate_chunk_lines`."""
+        count, text = result
+        self.f.write(text)
         self.f.flush()
-        self.count += len(records)
+        self.count += count
 
     def close(self) -> None:
         self.f.close()
 
 
 def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: str | None = None,
-              chunk_size: int = 256, resume: bool = True, progress=None, retries: int = 3) -> dict:
-    """Run ``spec`` into ``out`` (see the module docstring); the summary dict."""
+              chunk_size: int = 256, resume: bool = True, progress=None, retries: int = 3,
+              pool: bool | None = None) -> dict:
+    """Run ``spec`` into ``out`` (see the module docstring); the summary dict. ``pool``: use a
+    process pool even for one worker (default: one worker runs in this process)."""
     path = Path(out)
     if not resume and path.exists():
         path.unlink()
@@ -96,10 +100,10 @@ def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: 
         if ray_address is not None:
             backend = "ray"
             _run_ray(todo, writer, ray_address, workers, retries, progress)
-        elif workers == 1:
+        elif workers == 1 and not pool:
             backend = "inline"
             for ch in todo:
-                writer.write(evaluate_chunk(ch))
+                writer.write(evaluate_chunk_lines(ch))
                 if progress:
                     progress(writer.count)
         else:
@@ -135,7 +139,7 @@ def _run_pool(todo, writer, workers, retries, progress) -> None:
                 if ch is None:
                     exhausted = True
                     break
-                pending_chunks[pool.submit(evaluate_chunk, ch)] = ch
+                pending_chunks[pool.submit(evaluate_chunk_lines, ch)] = ch
             if not pending_chunks:
                 break
             finished, _ = cf.wait(list(pending_chunks), return_when=cf.FIRST_COMPLETED)
@@ -159,7 +163,7 @@ def _run_pool(todo, writer, workers, retries, progress) -> None:
                     tries[k] = tries.get(k, 0) + 1
                     if tries[k] > retries:
                         raise RuntimeError(f"a sweep chunk killed its worker {retries + 1} times")
-                    pending_chunks[pool.submit(evaluate_chunk, ch)] = ch
+                    pending_chunks[pool.submit(evaluate_chunk_lines, ch)] = ch
     finally:
         pool.shutdown(cancel_futures=True)
 
@@ -178,7 +182,7 @@ def _run_ray(todo, writer, address, workers, retries, progress) -> None:
             ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _worker_env()})
         started = True
     try:
-        task = ray.remote(max_retries=retries)(evaluate_chunk)
+        task = ray.remote(max_retries=retries)(evaluate_chunk_lines)
         cpus = int(ray.cluster_resources().get("CPU", workers))
         window = 2 * max(1, cpus)
         inflight = []

@@ -64,8 +64,12 @@ class Group:
     meta: dict = field(default_factory=dict)      # written into every record
 
     def point_id(self, a: str, b: str) -> str:
-        h = hashlib.blake2b(f"{self.task}|{self.key}|{self.layouts[a]}|{self.layouts[b]}".encode(), digest_size=8)
-        return h.hexdigest()
+        return point_id(self.task, self.key, self.layouts[a], self.layouts[b])
+
+
+def point_id(task: str, key: str, a_spec: str, b_spec: str) -> str:
+    """The stable id of a point: a hash of the task, its group and the two layout specs."""
+    return hashlib.blake2b(f"{task}|{key}|{a_spec}|{b_spec}".encode(), digest_size=8).hexdigest()
 
 
 @dataclass

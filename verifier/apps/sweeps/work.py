@@ -2,7 +2,7 @@
 
 A **chunk** is a JSON-able dict: ``task``, ``shape_a``/``shape_b``, ``options`` (adapter
 options), ``element_type``, ``layouts`` (name -> spec, only those its pairs use), ``pairs``
-(``[id, a name, b name]``) and ``meta``. :func:`evaluate_chunk` parses each layout once and
+(``[id, a name, b name]``; ``id`` None: computed here from the group ``key``) and ``meta``. :func:`evaluate_chunk` parses each layout once and
 answers one record per pair:
 
 * ``prove``: ``verdict`` and ``method`` (the core's batch prover, :func:`layoutverify.core.batch.prove_many`);
@@ -62,6 +62,9 @@ def evaluate_chunk(chunk: dict) -> list[dict]:
     records = []
     todo = []
     for pid, a, b in chunk["pairs"]:
+        if pid is None:
+            from .spec import point_id
+            pid = point_id(chunk["task"], chunk["key"], chunk["layouts"][a], chunk["layouts"][b])
         rec = {"id": pid, "a": a, "b": b, **meta}
         la, lb = layouts[("a", a)], layouts[("b", b)]
         bad = la if isinstance(la, Exception) else lb if isinstance(lb, Exception) else None
@@ -94,6 +97,13 @@ def evaluate_chunk(chunk: dict) -> list[dict]:
     for r in records:
         r["worker_seconds"] = round(dt / max(1, len(records)), 7)
     return records
+
+
+def evaluate_chunk_lines(chunk: dict) -> tuple[int, str]:
+    """:func:`evaluate_chunk` serialised in the worker: ``(records, JSON lines)``."""
+    import json
+    recs = evaluate_chunk(chunk)
+    return len(recs), "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs)
 
 
 def _bits(etype) -> int:
