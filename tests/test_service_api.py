@@ -158,6 +158,9 @@ def test_analyze_and_show_match_cli(server):
     assert status == 200 and shown["kind"] == cli["kind"] == "layout"
     for key in ("framework", "spec", "layout_kind", "layout", "fingerprint", "f2_linear"):
         assert shown[key] == cli[key], key
+    # the grid as data; CuTe: coordinate (i, j) of (4,8):(8,1) sits at offset 8*i + j
+    cells = shown["grid"]["cells"]
+    assert [[h for h in row] for row in cells] == [[[str(8 * i + j)] for j in range(8)] for i in range(4)]
 
 
 def test_errors_are_the_cli_messages(server):

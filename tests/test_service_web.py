@@ -111,4 +111,11 @@ def test_examples_and_errors(server, browser, tmp_path):
     page.click("#prove")
     page.wait_for_selector("#error")
     assert "may not name a file" in page.inner_text("#error") and "root:" not in page.content()
+    # the blocked example carries a shared layout: the conversion report counts bank conflicts
+    page.goto(server.url + "/?example=blocked")
+    page.click("#prove")
+    page.wait_for_selector("#verdict")
+    assert page.inner_text("#verdict") == "not_equal"
+    assert page.locator("#conversion .banks").count() == 2  # store A, load B
+    assert "-way" in page.locator("#conversion .banks").first.inner_text()
     page.close()

@@ -175,13 +175,21 @@ def properties_fields(p: dict) -> dict:
     return {("layout_kind" if k == "kind" else k): v for k, v in jsonable(p).items()}
 
 
-def show(spec: str, *, shape=None, triton_version: str | None = None, warp_size: int | None = None) -> dict:
-    """The fields of ``layoutverify show --json``'s ``layout`` document (without ``--native``)."""
+def show(spec: str, *, shape=None, triton_version: str | None = None, warp_size: int | None = None,
+         grid_cells: int = 0) -> dict:
+    """The fields of ``layoutverify show --json``'s ``layout`` document (without ``--native``);
+    with ``grid_cells``, also ``grid`` (:func:`grid`) for tensors of at most that many elements."""
     fw, text = split_spec(spec)
     lay = adapter(fw).parse(text, shape=shape_of(shape),
                             **spec_options(spec, warp_size=warp_size, triton_version=triton_version))
-    return {"framework": fw, "spec": spec, "layout_kind": lay.kind, "layout": lay.normal_form(),
-            "fingerprint": lay.fingerprint(), "f2_linear": lay.is_f2_linear()}
+    out = {"framework": fw, "spec": spec, "layout_kind": lay.kind, "layout": lay.normal_form(),
+           "fingerprint": lay.fingerprint(), "f2_linear": lay.is_f2_linear()}
+    if grid_cells:
+        if lay.out_size() <= grid_cells and lay.in_size() <= MAX_GRID_LOCATIONS:
+            out["grid"] = grid(lay, lead=(0,) * max(0, len(lay.out_sizes) - 2))
+        else:
+            out["grid"] = {"drawn": False, "why": f"more than {grid_cells} elements"}
+    return out
 
 
 # -- grids as data -------------------------------------------------------------------------------

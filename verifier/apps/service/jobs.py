@@ -66,8 +66,12 @@ def analyze(args: dict, store) -> dict:
             "verdict": result.get("mechanism"), "smt2": None, "cacheable": True}
 
 
+#: largest tensor whose grid ``show`` returns as data (as ``layoutverify show --max-cells``)
+GRID_CELLS = 4096
+
+
 def show(args: dict, store) -> dict:
-    result = api.show(args["spec"], shape=args.get("shape"), **_layout_opts(args))
+    result = api.show(args["spec"], shape=args.get("shape"), grid_cells=GRID_CELLS, **_layout_opts(args))
     fps = {"a": result["fingerprint"], "b": ""}
     options = {"framework": result["framework"], **_layout_opts(args)}
     hit = _lookup(store, "show", fps["a"], "", options)

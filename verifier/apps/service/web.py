@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import json
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -32,7 +32,8 @@ EXAMPLES = {
                 {"a": "triton:#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], "
                       "order = [1, 0]}>",
                  "b": "triton:#ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], "
-                      "order = [1, 0]}>", "shape": "32x32"}),
+                      "order = [1, 0]}>", "shape": "32x32",
+                 "shared": "triton:#ttg.swizzled_shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [1, 0]}>"}),
     "registers": ("Same elements per thread, registers renumbered",
              {"a": "triton:#ttg.linear<{register = [[0, 1], [0, 2]], lane = [[0, 4], [0, 8], [1, 0], [2, 0], [4, 0]], "
                    "warp = [], block = []}>",
@@ -61,7 +62,7 @@ def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
 
 
 def _form(values: dict, *, need_token: bool, error: str | None = None) -> str:
-    v = {k: html.escape(str(values.get(k) or "")) for k in ("a", "b", "shape", "shape_b")}
+    v = {k: html.escape(str(values.get(k) or "")) for k in ("a", "b", "shape", "shape_b", "shared")}
     method = values.get("method") or "auto"
     tv = values.get("triton_version") or ""
     methods = "".join(f"<option{' selected' if m == method else ''}>{m}</option>" for m in ("auto", "f2", "z3", "table"))
@@ -80,7 +81,10 @@ then press Prove. Examples: {examples}</p>{err}
 <label>Shape of B (if different) <input name=shape_b value="{v['shape_b']}" size=12></label>
 <label>Method <select name=method>{methods}</select></label>
 <label>Triton semantics <select name=triton_version>{versions}</select></label> {token}
-<button id=prove type=submit>Prove</button></p></form>"""
+<button id=prove type=submit>Prove</button></p>
+<p><label>Shared-memory layout for the bank-conflict count (optional)
+<input id=shared name=shared value="{v['shared']}" size=90 placeholder="triton:#ttg.swizzled_shared<...> or cute:Sw&lt;3,4,3&gt; o (8,64):(64,1)"></label></p>
+</form>"""
 
 
 def _svg_grid(g: dict, differ, mark, title: str, sid: str) -> str:
@@ -130,14 +134,17 @@ def _conversion_html(rep: dict | None, error: str | None) -> str:
              ("nearest holder", html.escape(", ".join(f"{k} {v}" for k, v in (rep.get("moved_by_level") or {}).items()))),
              ("vector width", rep.get("vector_width"))]
     for k, b in (rep.get("bank_conflicts") or {}).items():
-        rows.append((f"bank conflicts, {k.replace('_', ' ')}", html.escape(json.dumps(b))))
+        text = (f"{b.get('conflict_ways')}-way; {b.get('instructions')} instructions/warp of {b.get('access_bytes')} B per "
+                f"thread; worst {b.get('wavefronts')} wavefronts (ideal {b.get('ideal_wavefronts')}); total "
+                f"{b.get('total_wavefronts')} (ideal {b.get('total_ideal')})") if "conflict_ways" in b else json.dumps(b)
+        rows.append((f"bank conflicts, {k.replace('_', ' ')}", f"<span class=banks>{html.escape(text)}</span>"))
     for n in rep.get("notes") or []:
         rows.append(("note", html.escape(str(n))))
     body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     return f"<h2>Conversion A &rarr; B</h2><table class=kv id=conversion>{body}</table>"
 
 
-async def _result_page(service, res: dict, request_fields: dict) -> str:
+async def _result_page(service, res: dict, request_fields: dict, shared: str | None = None) -> str:
     verdict = res["verdict"]
     rid = res.get("id")
     parts = [f"<p><a href='/'>&larr; new proof</a></p><h1>Result</h1>",
@@ -181,6 +188,7 @@ async def _result_page(service, res: dict, request_fields: dict) -> str:
         try:
             rep = await service.analyze(rq.validate(rq.AnalyzeRequest, {
                 k: v for k, v in {"a": request_fields["a"], "b": request_fields["b"], "shape": request_fields.get("shape"),
+                                  "shared": shared,
                                   "triton_version": request_fields.get("triton_version"),
                                   "warp_size": request_fields.get("warp_size")}.items() if v is not None}))
         except rq.RequestError as e:
@@ -214,19 +222,26 @@ def register(app, service) -> None:
         fields = {k: (form.get(k) or "").strip() or None for k in ("a", "b", "shape", "shape_b", "method",
                                                                     "triton_version")}
         fields = {k: v for k, v in fields.items() if v is not None}
+        shared = (form.get("shared") or "").strip() or None
         if need_token and not _token_ok(service, form.get("token", "")):
             return _page("layoutverify", _form(fields, need_token=True, error="missing or wrong bearer token"), 401)
         try:
+            if shared is not None:
+                rq.refuse_file_reference(shared, "shared")
+                if len(shared) > rq.MAX_TEXT:
+                    raise rq.RequestError(422, "invalid_field", "field 'shared': too long", "shared")
             req = rq.validate(rq.ProveRequest, fields)
             res = await service.prove(req)
         except rq.RequestError as e:
-            return _page("layoutverify", _form(fields, need_token=need_token, error=e.message), e.status)
+            return _page("layoutverify", _form({**fields, "shared": shared}, need_token=need_token, error=e.message),
+                         e.status)
         if res.get("id"):
-            return RedirectResponse(f"/r/{res['id']}", status_code=303)
-        return _page("layoutverify: result", await _result_page(service, res, fields))
+            where = f"/r/{res['id']}" + (f"?shared={quote(shared, safe='')}" if shared else "")
+            return RedirectResponse(where, status_code=303)
+        return _page("layoutverify: result", await _result_page(service, res, fields, shared))
 
     @app.get("/r/{rid}", response_class=HTMLResponse, include_in_schema=False)
-    async def permalink(rid: str):
+    async def permalink(rid: str, shared: str | None = None):
         row = await service.db(service.store.get, rid)
         if row is None:
             return _page("not found", f"<p class=err>no result {html.escape(rid)!s}</p><p><a href='/'>home</a></p>", 404)
@@ -235,7 +250,12 @@ def register(app, service) -> None:
                     f"<pre id=result>{html.escape(json.dumps(row['result'], indent=2))}</pre>")
             return _page("layoutverify: result", body)
         res = {**row["result"], "id": row["id"], "cached": True}
-        return _page("layoutverify: result", await _result_page(service, res, row["request"]))
+        if shared is not None:
+            try:
+                rq.refuse_file_reference(shared, "shared")
+            except rq.RequestError as e:
+                return _page("layoutverify", f"<p class=err id=error>{html.escape(e.message)}</p>", e.status)
+        return _page("layoutverify: result", await _result_page(service, res, row["request"], shared or None))
 
 
 def _token_ok(service, token: str) -> bool:
