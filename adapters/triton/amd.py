@@ -37,8 +37,8 @@ from layoutverify.core.layout import Layout
 
 from . import version
 from .attr import Attr, dot_operand_parent, encoding, ignored_note, ignored_params
-from .cga import cga_bases
-from .linear import LL, dim_names, is_pow2
+from .cga import cga_bases, combine_cta_cga
+from .ll import LL, dim_names, is_pow2
 from .parser import bases_param, bool_param, check_params, describe, int_list_param, int_param
 
 MFMA_WARP_SIZE = 64     # CDNA wave64
@@ -122,16 +122,10 @@ def _not_larger_legacy(ll: LL, shape: Mapping[str, int]) -> LL:
 
 
 def _combine_cta_cga(cta: LL, cga: LL, shape: Sequence[int], legacy_fit: bool = False) -> LL:
-    """``combineCtaCgaWithShape``: cut the CGA layout to the tensor, fit the CTA tile to the share of
-    one CTA (repeating over registers in the tile's out-dim order, or broadcasting), put blocks last.
-    ``legacy_fit``: cut as Triton <= 3.7 did (:func:`_not_larger_legacy`)."""
-    names = dim_names(len(shape))
-    want = dict(zip(names, shape))
-    cga = _not_larger(cga, want).transpose_outs(cta.out_names)
-    per_cta = {n: max(1, want[n] // cga.out_size(n)) for n in cta.out_names}
-    fit = _not_larger_legacy if legacy_fit else _not_larger
-    cta = fit(cta.not_smaller(per_cta), per_cta)
-    return (cta * cga).transpose_outs(names)
+    """:func:`.cga.combine_cta_cga` with the cut of Triton 3.9 (:func:`_not_larger`) or, with
+    ``legacy_fit``, Triton <= 3.7's (:func:`_not_larger_legacy`) for the CTA tile."""
+    return combine_cta_cga(cta, cga, shape, fit_cga=_not_larger,
+                           fit_cta=_not_larger_legacy if legacy_fit else _not_larger, check=False)
 
 
 def _cga_layout(attr: Attr, rank: int, drop_dim: str | None = None) -> LL:

@@ -23,7 +23,7 @@ from typing import Sequence
 from layoutverify.core.errors import LayoutError
 
 from .attr import Attr
-from .linear import LL, dim_names, is_pow2
+from .ll import LL, dim_names, is_pow2
 from .parser import bases_param, describe, int_list_param
 
 OLD_PARAMS = ("CTAsPerCGA", "CTASplitNum", "CTAOrder")
@@ -88,30 +88,42 @@ def split_params_bases(ctas: Sequence[int], split: Sequence[int], order: Sequenc
     return [list(v) for v in ll.bases.get("block", [])]
 
 
-def combine_cta_cga(cta: LL, cga: Sequence[Sequence[int]], shape: Sequence[int]) -> LL:
+def combine_cta_cga(cta: LL, cga: "Sequence[Sequence[int]] | LL", shape: Sequence[int], *,
+                    fit_cga=None, fit_cta=None, check: bool = True) -> LL:
     """Triton's ``combineCtaCgaWithShape``: the layout of the whole tensor of ``shape``.
 
     ``cta`` maps ``register, lane, warp`` (or ``offset``) to one CTA's tile, out dims in its own
-    order (most minor first); ``cga`` is the list of ``block`` bases. The result's out dims are
-    ``dim0, dim1, ...`` with exactly the sizes of ``shape``.
+    order (most minor first); ``cga`` is the list of ``block`` bases (or their :class:`LL`). The
+    result's out dims are ``dim0, dim1, ...`` with the sizes of ``shape``.
+
+    ``fit_cga(ll, shape)`` / ``fit_cta(ll, shape)`` cut a layout that is larger than the tensor
+    (``ensureLayoutNotLargerThan``; default :meth:`LL.not_larger`); the AMD encodings pass the
+    variants of the Triton releases they reproduce. ``check=False`` skips the final size check
+    (a fit that zeroes rather than drops may leave a smaller image, as Triton's does).
     """
+    fit_cga = fit_cga or (lambda ll, want: ll.not_larger(want))
+    fit_cta = fit_cta or (lambda ll, want: ll.not_larger(want))
     rank = len(shape)
     names = dim_names(rank)
     if sorted(cta.out_names) != names:
         raise LayoutError(f"internal: CTA tile has out dims {cta.out_names}, expected {names}")
-    for b in cga:
-        if len(b) != rank:
-            raise LayoutError(f"CGA basis {list(b)} has {len(b)} entries, the layout has rank {rank}")
+    if isinstance(cga, LL):
+        cga_ll = cga
+    else:
+        for b in cga:
+            if len(b) != rank:
+                raise LayoutError(f"CGA basis {list(b)} has {len(b)} entries, the layout has rank {rank}")
+        cga_ll = LL.inferred({"block": [list(b) for b in cga]}, names, require_surjective=False)
     want = dict(zip(names, (int(s) for s in shape)))
     for n, s in want.items():
         if not is_pow2(s):
             raise LayoutError(f"Triton layouts need power-of-two tensor sizes; {n} is {s}")
-    cga_ll = LL.inferred({"block": [list(b) for b in cga]}, names, require_surjective=False)
-    cga_ll = cga_ll.not_larger(want).transpose_outs(cta.out_names)
+    cga_ll = fit_cga(cga_ll, want).transpose_outs(cta.out_names)
     cta_shape = {n: max(1, want[n] // cga_ll.out_size(n)) for n in cta.out_names}
-    cta = cta.not_smaller(cta_shape).not_larger(cta_shape)
+    cta = fit_cta(cta.not_smaller(cta_shape), cta_shape)
     out = (cta * cga_ll).transpose_outs(names)
-    for (n, s) in out.outs:
-        if s != want[n]:
-            raise LayoutError(f"internal: combined layout covers {s} along {n}, tensor has {want[n]}")
+    if check:
+        for (n, s) in out.outs:
+            if s != want[n]:
+                raise LayoutError(f"internal: combined layout covers {s} along {n}, tensor has {want[n]}")
     return out

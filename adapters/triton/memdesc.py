@@ -31,32 +31,11 @@ from layoutverify.core import expr as E
 from layoutverify.core.errors import LayoutError
 from layoutverify.core.layout import Layout
 
-from .attr import Attr
 from .parser import Parsed, describe
+from .shared import element_bits, encoding_rank, padded_size, physical_offset_expr  # noqa: F401  (re-exported)
 
 #: the hardware dim that addresses successive buffers, per memory kind
 _BUFFER_DIM = {"ttng.tensor_memory_encoding": "col", "ttng.tensor_memory_scales_encoding": "col"}
-
-
-def encoding_rank(attr: Attr) -> int | None:
-    """The rank a memory encoding is written for, or None when the text does not fix it."""
-    p = attr.params
-    if attr.kind.startswith(("ttng.", "triton_nvidia_gpu.")):
-        return 2
-    if attr.kind == "partitioned_shared" and isinstance(p.get("partitionLayout"), Attr):
-        return encoding_rank(p["partitionLayout"])
-    for key in ("offset", "CGALayout"):
-        v = p.get(key)
-        if isinstance(v, list) and v and isinstance(v[0], list):
-            return len(v[0])
-    for key in ("order", "CTAOrder", "CTAsPerCGA", "shape"):
-        v = p.get(key)
-        if isinstance(v, list):
-            return len(v)
-    if attr.kind == "nvmma_shared":
-        r = p.get("rank", 2)
-        return r if isinstance(r, int) and not isinstance(r, bool) else None
-    return None
 
 
 def layout_shape(parsed: Parsed) -> tuple[int, ...]:
@@ -89,7 +68,6 @@ def verify(parsed: Parsed) -> None:
     """The checks of Triton's ``MemDescType::verify`` (``lib/Dialect/TritonGPU/IR/Types.cpp``)
     that concern the layout: dims, the memory space that goes with the encoding, the rank, and
     for TMEM the element width and the smallest shape."""
-    from .shared import element_bits
     attr, view = parsed.attr, tuple(parsed.shape)
     where = describe(attr)
     if any(d & (d - 1) for d in view[1:]):
@@ -186,7 +164,6 @@ def _with_buffers(inner: Layout, buffers: tuple[int, ...], hw: str, attr: Attr) 
     lay = Layout(in_dims, out_dims, exprs, name=inner.name)
     pad = getattr(inner, "padding", None)
     if pad:
-        from .shared import padded_size, physical_offset_expr
         lay.padding = pad
         slots = padded_size(pad, per)
         lay.physical_offset = (E.Var(hw) // per) * slots + physical_offset_expr(pad, E.Var(hw) % per)

@@ -26,7 +26,7 @@ from layoutverify.core.layout import Layout
 
 from . import version
 from .attr import Attr, dot_operand_parent
-from .cga import combine_cta_cga
+from .cga import cga_bases, combine_cta_cga
 from .linear import (CGA_PARAMS, LL, broadcast_along, check_warp_size, dim_names, dot_cga_bases, ll_encoding,
                      need_shape)
 from .parser import check_params, describe, int_list_param, int_param
@@ -98,7 +98,6 @@ def _check_tile(attr: Attr, mn: Sequence[int]) -> None:
 @ll_encoding("nvidia_mma")
 def mma_ll(attr: Attr, shape, **options) -> LL:
     """The accumulator (C/D) layout of ``mma.sync`` (v2) or ``wgmma`` (v3)."""
-    from .cga import cga_bases
     major, _, wpc, instr = mma_params(attr, options)
     rank = len(wpc)
     cga = cga_bases(attr, rank)

@@ -75,8 +75,9 @@ from layoutverify.core.layout import Layout
 
 from . import version
 from .attr import Attr, encoding
-from .cga import cga_bases
-from .parser import int_param
+from .cga import cga_bases, combine_cta_cga
+from .ll import LL
+from .parser import bool_param, describe, int_param
 
 __all__ = [
     "swizzled_shared_layout", "nvmma_shared_layout", "padded_shared_layout",
@@ -122,172 +123,110 @@ def _next_pow2_above(n: int) -> int:
 
 
 # ------------------------------------------------------------------------------------------------
-# A tiny F2 linear-layout algebra with Triton's LinearLayout conventions.
+# Steps of Triton's shared-layout conversions, on the adapter's one linear-layout class (.ll.LL)
 # ------------------------------------------------------------------------------------------------
-class _LL:
-    """Bases ``ins[in_dim][i] = L(2**i)`` (a tuple with one coordinate per out dim, in the order
-    of ``outs``) and named, sized out dims. Only what the shared encodings need."""
+def _id(size: int, in_name: str, out_name: str) -> LL:
+    """``LinearLayout::identity1D``; size 0 (a repetition count that rounded down) is the empty layout."""
+    return LL.empty() if size == 0 else LL.identity1d(size, in_name, out_name)
 
-    __slots__ = ("ins", "outs")
 
-    def __init__(self, ins: Mapping[str, Sequence[Sequence[int]]], outs: Sequence[tuple[str, int]]):
-        self.ins = {k: [tuple(int(c) for c in v) for v in vs] for k, vs in ins.items()}
-        self.outs = [(str(n), int(s)) for n, s in outs]
+def _inferred(ins, out_names) -> LL:
+    """Out-dim sizes inferred from the largest basis value, as Triton's constructor does."""
+    return LL.inferred(ins, out_names, require_surjective=False)
 
-    # -- constructors ---------------------------------------------------------------------------
-    @classmethod
-    def inferred(cls, ins: Mapping[str, Sequence[Sequence[int]]], out_names: Sequence[str]) -> "_LL":
-        """Out-dim sizes inferred from the largest basis value, as Triton's constructor does."""
-        sizes = [1] * len(out_names)
-        for vs in ins.values():
-            for v in vs:
-                for d, c in enumerate(v):
-                    sizes[d] = max(sizes[d], _next_pow2_above(int(c)))
-        return cls(ins, list(zip(out_names, sizes)))
 
-    @classmethod
-    def identity1d(cls, size: int, in_name: str, out_name: str) -> "_LL":
-        if size == 0:                       # Triton: identity1D(0) is the empty layout
-            return cls({}, [])
-        return cls({in_name: [(1 << i,) for i in range(_log2(size))]}, [(out_name, size)])
+def _total(ll: LL) -> int:
+    return _prod(s for _, s in ll.outs)
 
-    @classmethod
-    def zeros1d(cls, size: int, in_name: str, out_name: str) -> "_LL":
-        return cls({in_name: [(0,)] * _log2(size)}, [(out_name, 1)])
 
-    # -- queries --------------------------------------------------------------------------------
-    @property
-    def out_names(self) -> list[str]:
-        return [n for n, _ in self.outs]
+def _grow(ll: LL, shape: Mapping[str, int], names: Sequence[str] | None = None) -> LL:
+    """Grow each out dim (in the order ``names``, default the layout's) to ``shape`` with identity
+    bases appended to the first in dim (``offset``)."""
+    first = next(iter(ll.bases))
+    ret = ll
+    for n in (names if names is not None else ll.out_names):
+        ret = ret * _id(int(shape[n]) // ll.out_size(n), first, n)
+    return ret
 
-    def out_size(self, name: str) -> int:
-        return dict(self.outs).get(name, 1)
 
-    def total_out_size(self) -> int:
-        n = 1
-        for _, s in self.outs:
-            n *= s
-        return n
+def _shrink(ll: LL, shape: Mapping[str, int]) -> LL:
+    """Shrink each out dim to ``shape``: the most major bases that move it, ``offset`` first and
+    ``block`` last (blocks replicate only as a last resort), stop moving it; the coordinate bits
+    above a removed one move down."""
+    ret = ll
+    for n in ll.out_names:
+        if ll.out_size(n) <= shape[n]:
+            continue
+        for in_name in ("offset", "warp", "lane", "register", "block"):
+            if in_name in ret.bases:
+                ret = _shrink_codomain(ret, in_name, n, int(shape[n]))
+    return ret
 
-    # -- algebra --------------------------------------------------------------------------------
-    def __mul__(self, outer: "_LL") -> "_LL":
-        """Triton's ``inner * outer``: in-dims shared by both get outer's bases after inner's,
-        outer's coordinates scaled by inner's out sizes; out sizes multiply."""
-        outs = list(self.outs)
-        for n, s in outer.outs:
-            if n not in dict(outs):
-                outs.append((n, 1))
-        names = [n for n, _ in outs]
-        inner_size = {n: self.out_size(n) for n in names}
-        new_sizes = {n: inner_size[n] * outer.out_size(n) for n in names}
 
-        def widen(v, src_names, scale):
-            pos = {n: i for i, n in enumerate(src_names)}
-            return tuple(v[pos[n]] * (inner_size[n] if scale else 1) if n in pos else 0 for n in names)
+def _shrink_codomain(ll: LL, in_name: str, out_name: str, desired: int) -> LL:
+    d = ll.out_names.index(out_name)
+    size = ll.out_size(out_name)
+    zeros = _log2(size // desired) if desired < size else 0
+    if zeros == 0:
+        return ll
+    to_zero = []
+    for v in reversed(ll.bases[in_name]):
+        if len(to_zero) == zeros:
+            break
+        if v[d]:
+            to_zero.append(v[d])
+    if not to_zero:
+        return ll
+    if not all(_is_pow2(b) for b in to_zero):
+        raise UnsupportedError(f"cannot shrink {out_name!r}: bases {to_zero} are not powers of two")
+    # New image of each out bit: removed bits map to 0, the bits above them shift down.
+    image = [1 << i for i in range(_log2(size))]
+    for b in sorted(to_zero):
+        idx = _log2(b)
+        for i in range(len(image) - 1, idx, -1):
+            image[i] = image[i - 1]
+        image[idx] = 0
 
-        ins: dict[str, list[tuple[int, ...]]] = {}
-        for k, vs in self.ins.items():
-            ins[k] = [widen(v, self.out_names, False) for v in vs]
-        for k, vs in outer.ins.items():
-            ins.setdefault(k, []).extend(widen(v, outer.out_names, True) for v in vs)
-        return _LL(ins, [(n, new_sizes[n]) for n in names])
+    def remap(c: int) -> int:
+        r = 0
+        for i in range(len(image)):
+            if (c >> i) & 1:
+                r ^= image[i]
+        return r
 
-    def transpose_outs(self, names: Sequence[str]) -> "_LL":
-        pos = {n: i for i, n in enumerate(self.out_names)}
-        if sorted(pos) != sorted(names):
-            raise AssertionError(f"transpose_outs {list(names)} of {self.out_names}")
-        return _LL({k: [tuple(v[pos[n]] for n in names) for v in vs] for k, vs in self.ins.items()},
-                   [(n, self.out_size(n)) for n in names])
+    bases = {k: [v[:d] + [remap(v[d])] + v[d + 1:] for v in vs] for k, vs in ll.bases.items()}
+    new_size = _next_pow2_above(max(image, default=0))
+    return LL(bases, [(n, new_size if n == out_name else s) for n, s in ll.outs])
 
-    def map_out_coordinate(self, out_name: str, fn) -> "_LL":
-        d = self.out_names.index(out_name)
-        return _LL({k: [v[:d] + (fn(v[d]),) + v[d + 1:] for v in vs] for k, vs in self.ins.items()}, self.outs)
 
-    def ensure_not_smaller(self, shape: Mapping[str, int], names: Sequence[str] | None = None) -> "_LL":
-        """Grow each out dim (in the order ``names``) to ``shape`` with identity bases appended
-        to the first in-dim (``offset``)."""
-        k_dim = next(iter(self.ins))
-        ret = self
-        for n in (names if names is not None else self.out_names):
-            actual, desired = self.out_size(n), int(shape[n])
-            ret = ret * _LL.identity1d(desired // actual, k_dim, n)
-        return ret
+def _reshape_row_major(ll: LL, shape: Sequence[int]) -> LL:
+    """Reinterpret the out space (``dim0`` slowest) as ``shape``: flat index preserved."""
+    sizes = [s for _, s in ll.outs]
+    if _total(ll) != _prod(shape):
+        raise AssertionError(f"reshape {sizes} -> {list(shape)}")
 
-    def ensure_not_larger(self, shape: Mapping[str, int]) -> "_LL":
-        """Shrink each out dim to ``shape`` by zeroing the most-major bases, ``offset`` first
-        and ``block`` last (so blocks replicate only as a last resort)."""
-        ret = self
-        for n in self.out_names:
-            if self.out_size(n) <= shape[n]:
-                continue
-            for in_name in ("offset", "warp", "lane", "register", "block"):
-                if in_name in ret.ins:
-                    ret = ret._shrink_codomain(in_name, n, int(shape[n]))
-        return ret
+    def flat(v):
+        f = 0
+        for c, s in zip(v, sizes):
+            f = f * s + c
+        return f
 
-    def _shrink_codomain(self, in_name: str, out_name: str, desired: int) -> "_LL":
-        d = self.out_names.index(out_name)
-        size = self.out_size(out_name)
-        zeros = _log2(size // desired) if desired < size else 0
-        if zeros == 0:
-            return self
-        to_zero = []
-        for v in reversed(self.ins[in_name]):
-            if len(to_zero) == zeros:
-                break
-            if v[d]:
-                to_zero.append(v[d])
-        if not to_zero:
-            return self
-        if not all(_is_pow2(b) for b in to_zero):
-            raise UnsupportedError(f"cannot shrink {out_name!r}: bases {to_zero} are not powers of two")
-        # New image of each out bit: removed bits map to 0, the bits above them shift down.
-        image = [1 << i for i in range(_log2(size))]
-        for b in sorted(to_zero):
-            idx = _log2(b)
-            for i in range(len(image) - 1, idx, -1):
-                image[i] = image[i - 1]
-            image[idx] = 0
+    def unflat(f):
+        cs = []
+        for s in reversed(shape):
+            cs.append(f % s)
+            f //= s
+        return list(reversed(cs))
 
-        def remap(c: int) -> int:
-            r = 0
-            for i in range(len(image)):
-                if (c >> i) & 1:
-                    r ^= image[i]
-            return r
+    return LL({k: [unflat(flat(v)) for v in vs] for k, vs in ll.bases.items()},
+              list(zip(_dim_names(len(shape)), shape)))
 
-        out = self.map_out_coordinate(out_name, remap)
-        new_size = _next_pow2_above(max(image, default=0))
-        return _LL(out.ins, [(n, new_size if n == out_name else s) for n, s in out.outs])
 
-    def reshape_row_major(self, shape: Sequence[int]) -> "_LL":
-        """Reinterpret the out space (``dim0`` slowest) as ``shape``: flat index preserved."""
-        sizes = [s for _, s in self.outs]
-        total = self.total_out_size()
-        if total != _prod(shape):
-            raise AssertionError(f"reshape {sizes} -> {list(shape)}")
-
-        def flat(v):
-            f = 0
-            for c, s in zip(v, sizes):
-                f = f * s + c
-            return f
-
-        def unflat(f):
-            cs = []
-            for s in reversed(shape):
-                cs.append(f % s)
-                f //= s
-            return tuple(reversed(cs))
-
-        names = [f"dim{i}" for i in range(len(shape))]
-        return _LL({k: [unflat(flat(v)) for v in vs] for k, vs in self.ins.items()}, list(zip(names, shape)))
-
-    def permute_dims(self, order: Sequence[int]) -> "_LL":
-        """Result dim ``i`` is input dim ``order[i]`` (Triton's transposeLinearLayout)."""
-        names = [f"dim{i}" for i in range(len(order))]
-        return _LL({k: [tuple(v[o] for o in order) for v in vs] for k, vs in self.ins.items()},
-                   [(names[i], self.outs[o][1]) for i, o in enumerate(order)])
+def _permute_dims(ll: LL, order: Sequence[int]) -> LL:
+    """Result dim ``i`` is input dim ``order[i]`` (Triton's transposeLinearLayout)."""
+    names = _dim_names(len(order))
+    return LL({k: [[v[o] for o in order] for v in vs] for k, vs in ll.bases.items()},
+              [(names[i], ll.outs[o][1]) for i, o in enumerate(order)])
 
 
 def _prod(xs: Iterable[int]) -> int:
@@ -307,7 +246,7 @@ def _dim_names(rank: int) -> list[str]:
 class _CGA:
     """The block -> logical-tile layout of an encoding, plus how many CTAs split each dim."""
 
-    def __init__(self, ll: _LL, split: list[int]):
+    def __init__(self, ll: LL, split: list[int]):
         self.ll = ll            # in-dim "block", out dims dim0.. (standard order)
         self.split = split
 
@@ -318,7 +257,7 @@ class _CGA:
 def _cga_from_attr(attr: Attr, rank: int) -> _CGA:
     """Either spelling of the CTA layout, read and checked by :func:`.cga.cga_bases`."""
     bases = cga_bases(attr, rank)
-    ll = _LL.inferred({"block": bases}, _dim_names(rank))
+    ll = _inferred({"block": bases}, _dim_names(rank))
     split = [1] * rank
     for b in bases:
         nz = [i for i, c in enumerate(b) if c]
@@ -327,25 +266,16 @@ def _cga_from_attr(attr: Attr, rank: int) -> _CGA:
     return _CGA(ll, split)
 
 
-def _combine_cta_cga(cta: _LL, cga: _CGA, shape: Sequence[int]) -> _LL:
-    """Triton's combineCtaCgaWithShape: fit the per-CTA layout to ``shape / CTAs`` and append
-    the ``block`` bases; out dims end in standard order."""
-    names = _dim_names(len(shape))
-    labeled = dict(zip(names, shape))
-    cga_ll = cga.ll.ensure_not_larger(labeled).transpose_outs(cta.out_names)
-    cta_shape = {n: max(1, labeled[n] // cga_ll.out_size(n)) for n in cta.out_names}
-    cta = cta.ensure_not_smaller(cta_shape).ensure_not_larger(cta_shape)
-    out = (cta * cga_ll).transpose_outs(names)
-    for n in names:
-        if out.out_size(n) != labeled[n]:
-            raise LayoutError(f"internal: combined layout has {n}={out.out_size(n)}, expected {labeled[n]}")
-    return out
+def _combine_cta_cga(cta: LL, cga: _CGA, shape: Sequence[int]) -> LL:
+    """Triton's combineCtaCgaWithShape (:func:`.cga.combine_cta_cga`), cutting as the shared
+    conversions do (:func:`_shrink`)."""
+    return combine_cta_cga(cta, cga.ll, shape, fit_cga=_shrink, fit_cta=_shrink)
 
 
-def _to_layout(ll: _LL, name: str) -> Layout:
-    bases = {"offset": ll.ins.get("offset", [])}
-    if ll.ins.get("block"):
-        bases["block"] = ll.ins["block"]
+def _to_layout(ll: LL, name: str) -> Layout:
+    bases = {"offset": ll.bases.get("offset", [])}
+    if ll.bases.get("block"):
+        bases["block"] = ll.bases["block"]
     return Layout.from_bases(bases, ll.outs, name=name)
 
 
@@ -356,30 +286,12 @@ def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _int_param(attr: Attr, key: str, *, pow2: bool = False, default=None) -> int:
-    if key not in attr.params:
-        if default is not None:
-            return default
-        raise LayoutError(f"#{attr.kind} needs a {key!r} parameter")
-    v = attr.params[key]
-    if not _is_int(v):
-        raise LayoutError(f"#{attr.kind}: {key} must be an integer, got {v!r}")
-    if v < 1:
-        raise LayoutError(f"#{attr.kind}: {key} must be positive, got {v}")
-    if pow2 and not _is_pow2(v):
-        raise LayoutError(f"#{attr.kind}: {key} must be a power of two, got {v}")
+def _pow2_param(attr: Attr, key: str) -> int:
+    """A required positive power-of-two integer parameter (:func:`.parser.int_param`, then the power)."""
+    v = int_param(attr, key, minimum=1)
+    if not _is_pow2(v):
+        raise LayoutError(f"{describe(attr)}: {key} must be a power of two, got {v}")
     return v
-
-
-def _bool_param(attr: Attr, key: str, default: bool = False) -> bool:
-    v = attr.params.get(key, default)
-    if isinstance(v, bool):
-        return v
-    if _is_int(v) and v in (0, 1):
-        return bool(v)
-    if isinstance(v, str) and v in ("true", "false"):
-        return v == "true"
-    raise LayoutError(f"#{attr.kind}: {key} must be true or false, got {v!r}")
 
 
 def _int_list(attr: Attr, key: str, rank: int | None = None, *, default=None) -> list[int]:
@@ -449,9 +361,9 @@ def _element_bits_option(attr: Attr, options: Mapping) -> int:
 # Swizzled shared (and AMD rotating)
 # ------------------------------------------------------------------------------------------------
 def _swizzle_params(attr: Attr) -> tuple[int, int, int, list[int]]:
-    vec = _int_param(attr, "vec", pow2=True)
-    per_phase = _int_param(attr, "perPhase", pow2=True)
-    max_phase = _int_param(attr, "maxPhase", pow2=True)
+    vec = _pow2_param(attr, "vec")
+    per_phase = _pow2_param(attr, "perPhase")
+    max_phase = _pow2_param(attr, "maxPhase")
     order = _int_list(attr, "order")
     if not order:
         raise LayoutError(f"#{attr.kind}: order must not be empty")
@@ -459,12 +371,12 @@ def _swizzle_params(attr: Attr) -> tuple[int, int, int, list[int]]:
     return vec, per_phase, max_phase, order
 
 
-def _swizzled_tile(vec, per_phase, max_phase, order, sizes, *, rotating=False) -> _LL:
+def _swizzled_tile(vec, per_phase, max_phase, order, sizes, *, rotating=False) -> LL:
     """Offsets of one CTA: columns (``order[0]``), then swizzled rows (``order[1]``), then
     ``order[2:]``. ``sizes`` are the dims the bases are built on."""
     rank = len(order)
     if rank == 1:
-        return _LL.identity1d(sizes[0], "offset", "dim0")
+        return _id(sizes[0], "offset", "dim0")
     col, row = order[0], order[1]
     ncols, nrows = sizes[col], sizes[row]
     bases = [(0, 1 << i) for i in range(_log2(ncols))]
@@ -474,9 +386,9 @@ def _swizzled_tile(vec, per_phase, max_phase, order, sizes, *, rotating=False) -
         if rotating:
             phase ^= (r // max_phase // per_phase) % max_phase
         bases.append((r, (vec * phase) % ncols))
-    ll = _LL.inferred({"offset": bases}, [f"dim{row}", f"dim{col}"])
+    ll = _inferred({"offset": bases}, [f"dim{row}", f"dim{col}"])
     for d in order[2:]:
-        ll = ll * _LL.identity1d(sizes[d], "offset", f"dim{d}")
+        ll = ll * _id(sizes[d], "offset", f"dim{d}")
     return ll
 
 
@@ -511,11 +423,11 @@ def legacy_shared_layout(attr: Attr, shape=None, **options) -> Layout:
     rank = len(order)
     shape = _check_shape(attr, shape, rank)
     cga = _cga_from_attr(attr, rank)
-    if not _bool_param(attr, "hasLeadingOffset", False):
+    if not bool_param(attr, "hasLeadingOffset", False):
         tile = _swizzled_tile(vec, per_phase, max_phase, order, shape)
         return _to_layout(_combine_cta_cga(tile, cga, shape), _describe(attr))
     if rank == 1:
-        return _to_layout(_combine_cta_cga(_LL.identity1d(shape[0], "offset", "dim0"), cga, shape), _describe(attr))
+        return _to_layout(_combine_cta_cga(_id(shape[0], "offset", "dim0"), cga, shape), _describe(attr))
     widths = {(4, 2): 32, (2, 4): 64, (1, 8): 128}
     tile_bytes = widths.get((per_phase, max_phase))
     if tile_bytes is None:
@@ -529,9 +441,9 @@ def legacy_shared_layout(attr: Attr, shape=None, **options) -> Layout:
                           f"(rows = dim{row}, columns = dim{col})")
     bases = [(0, 1 << i) for i in range(_log2(tile_cols))]
     bases += [(1 << j, vec * (((1 << j) // per_phase) % max_phase)) for j in range(_log2(tile_rows))]
-    tile = _LL.inferred({"offset": bases}, [f"dim{row}", f"dim{col}"])
+    tile = _inferred({"offset": bases}, [f"dim{row}", f"dim{col}"])
     for d in order[2:]:
-        tile = tile * _LL.identity1d(shape[d], "offset", f"dim{d}")
+        tile = tile * _id(shape[d], "offset", f"dim{d}")
     return _to_layout(_combine_cta_cga(tile, cga, shape), _describe(attr))
 
 
@@ -558,7 +470,7 @@ def tma_block_shape(shape_per_cta: Sequence[int], element_bits: int, swizzle_byt
     return block
 
 
-def _nvmma_core_tile(element_bits: int, swizzle_bytes: int, fp4_padded: bool) -> _LL:
+def _nvmma_core_tile(element_bits: int, swizzle_bytes: int, fp4_padded: bool) -> LL:
     """8 rows x one swizzle row: 16-byte vectors of row ``r`` XOR-ed with ``(r // perPhase) % maxPhase``."""
     vec = 128 // element_bits
     per_phase, max_phase = 128 // swizzle_bytes, swizzle_bytes // 16
@@ -569,7 +481,7 @@ def _nvmma_core_tile(element_bits: int, swizzle_bytes: int, fp4_padded: bool) ->
 
     bases = [(0, packed(1 << i)) for i in range(_log2(tile_cols))]
     bases += [(1 << j, packed(vec * (((1 << j) // per_phase) % max_phase))) for j in range(3)]
-    return _LL.inferred({"offset": bases}, ["dim0", "dim1"])
+    return _inferred({"offset": bases}, ["dim0", "dim1"])
 
 
 def _nvmma_rank(attr: Attr) -> int:
@@ -579,7 +491,7 @@ def _nvmma_rank(attr: Attr) -> int:
             return len(_int_list(attr, key))
     if cga:
         return len(cga[0])
-    return _int_param(attr, "rank", default=2)
+    return int_param(attr, "rank", 2, minimum=1)
 
 
 @encoding("nvmma_shared")
@@ -594,8 +506,8 @@ def nvmma_shared_layout(attr: Attr, shape=None, **options) -> Layout:
         raise LayoutError(f"#{attr.kind} needs an 'elementBitWidth' parameter")
     if not _is_int(bits) or bits not in _NVMMA_ELEMENT_BITS:
         raise LayoutError(f"#{attr.kind}: elementBitWidth must be one of {list(_NVMMA_ELEMENT_BITS)}, got {bits!r}")
-    transposed = _bool_param(attr, "transposed")
-    fp4 = _bool_param(attr, "fp4Padded")
+    transposed = bool_param(attr, "transposed")
+    fp4 = bool_param(attr, "fp4Padded")
     if fp4 and (swizzle != 128 or bits != 8):
         raise LayoutError(f"#{attr.kind}: fp4Padded needs swizzlingByteWidth = 128 and elementBitWidth = 8, "
                           f"got {swizzle} and {bits}")
@@ -616,11 +528,11 @@ def nvmma_shared_layout(attr: Attr, shape=None, **options) -> Layout:
             raise UnsupportedError(
                 f"#{attr.kind}: an unswizzled transposed layout of rank {rank} is not modelled: Triton 3.9 "
                 "maps it to a non-injective offset layout (several offsets per element)")
-        ll = _LL({"offset": []}, [])
+        ll = LL({"offset": []}, [])
         for d in (range(rank) if transposed else reversed(range(rank))):
-            ll = ll * _LL.identity1d(tma[d], "offset", names[d])
+            ll = ll * _id(tma[d], "offset", names[d])
         # more boxes than one: the last dim's boxes first, also when transposed (Triton 3.9)
-        ll = ll.ensure_not_smaller(dict(zip(names, spc)), names[::-1])
+        ll = _grow(ll, dict(zip(names, spc)), names[::-1])
         return _to_layout(_combine_cta_cga(ll, cga, shape), _describe(attr))
 
     rows, cols = _prod(tma[:-1]), tma[-1]
@@ -632,14 +544,14 @@ def nvmma_shared_layout(attr: Attr, shape=None, **options) -> Layout:
     if cols * packing < tile_cols or rows < tile_rows:
         raise LayoutError(f"#{attr.kind}: Illegal shared layout; the per-CTA tile, collapsed to 2-D, is "
                           f"[{rows}, {cols}] but must be at least [{tile_rows}, {tile_cols // packing}]")
-    ll = tile.ensure_not_smaller({"dim0": rows, "dim1": cols}, ["dim0", "dim1"])
+    ll = _grow(tile, {"dim0": rows, "dim1": cols}, ["dim0", "dim1"])
     pre_shape = tma[1:] + tma[:1] if transposed else list(tma)
-    if ll.total_out_size() != _prod(pre_shape):
+    if _total(ll) != _prod(pre_shape):
         raise LayoutError(f"#{attr.kind}: Illegal shared layout for shape {shape}")
-    ll = ll.reshape_row_major(pre_shape)
+    ll = _reshape_row_major(ll, pre_shape)
     if transposed:
-        ll = ll.permute_dims([rank - 1] + list(range(rank - 1)))
-    ll = ll.ensure_not_smaller(dict(zip(names, spc)), names)
+        ll = _permute_dims(ll, [rank - 1] + list(range(rank - 1)))
+    ll = _grow(ll, dict(zip(names, spc)), names)
     return _to_layout(_combine_cta_cga(ll, cga, shape), _describe(attr))
 
 
@@ -684,7 +596,7 @@ def shared_linear_layout(attr: Attr, shape=None, **options) -> Layout:
     if not _is_int(alignment) or not _is_pow2(alignment):
         raise LayoutError(f"#{attr.kind}: alignment must be a positive power of two, got {alignment!r}")
     offset, block, rank = _bases_block(attr)
-    ll = _LL.inferred({"offset": offset, "block": block}, _dim_names(rank))
+    ll = _inferred({"offset": offset, "block": block}, _dim_names(rank))
     sizes = [s for _, s in ll.outs]
     if shape is not None:
         shape = _check_shape(attr, shape, rank)
@@ -693,7 +605,7 @@ def shared_linear_layout(attr: Attr, shape=None, **options) -> Layout:
                               "(Triton does not broadcast shared linear layouts)")
     nonzero = [tuple(v) for v in offset + block if any(v)]
     lay = _to_layout(ll, _describe(attr))
-    if len(nonzero) != _log2(ll.total_out_size()) or not lay.is_surjective():
+    if len(nonzero) != _log2(_total(ll)) or not lay.is_surjective():
         raise LayoutError(f"#{attr.kind}: the layout must be surjective and, without its zero bases, "
                           "a bijection (every element stored once per copy)")
     return lay
@@ -728,7 +640,7 @@ def _padding_pairs(attr: Attr) -> list[tuple[int, int]]:
     return pairs
 
 
-def _padded_linear_component(attr: Attr) -> _LL:
+def _padded_linear_component(attr: Attr) -> LL:
     p = attr.params
     if "offset" in p or "block" in p:
         extra = sorted(set(p) & {"order", "shape"})
@@ -738,10 +650,10 @@ def _padded_linear_component(attr: Attr) -> _LL:
         for r in offset + block:
             if sum(1 for c in r if c) > 1 or any(c and not _is_pow2(c) for c in r):
                 raise LayoutError(f"#{attr.kind}: basis {r}: each basis must move one dim by a power of two")
-        ll = _LL.inferred({"offset": offset, "block": block}, _dim_names(rank))
+        ll = _inferred({"offset": offset, "block": block}, _dim_names(rank))
         vecs = [tuple(r) for r in offset + block]
         if any(not any(v) for v in vecs) or len(set(vecs)) != len(vecs) or \
-                len(vecs) != _log2(ll.total_out_size()):
+                len(vecs) != _log2(_total(ll)):
             raise LayoutError(f"#{attr.kind}: the linear component must be a bijection (no zero or repeated bases, "
                               "no holes)")
         return ll
@@ -751,9 +663,9 @@ def _padded_linear_component(attr: Attr) -> _LL:
     for s in shape:
         if not _is_pow2(s) or s > _MAX_DIM:
             raise LayoutError(f"#{attr.kind}: shape {shape} needs power-of-two sizes below 2**31")
-    ll = _LL({"offset": []}, [])
+    ll = LL({"offset": []}, [])
     for d in order:
-        ll = ll * _LL.identity1d(shape[d], "offset", f"dim{d}")
+        ll = ll * _id(shape[d], "offset", f"dim{d}")
     return ll.transpose_outs(_dim_names(len(order)))
 
 
@@ -775,7 +687,7 @@ def physical_offset_expr(pairs: Sequence[tuple[int, int]], dense: E.Expr | None 
     return out
 
 
-def _padded_parts(attr: Attr, shape) -> tuple[list[tuple[int, int]], _LL]:
+def _padded_parts(attr: Attr, shape) -> tuple[list[tuple[int, int]], LL]:
     pairs = _padding_pairs(attr)
     ll = _padded_linear_component(attr)
     sizes = [s for _, s in ll.outs]
@@ -806,9 +718,9 @@ def padded_address_layout(attr: Attr, shape=None) -> Layout:
     linear component, then padding is added."""
     pairs, ll = _padded_parts(attr, shape)
     names = [n for n, _ in ll.outs]
-    n_off = len(ll.ins.get("offset", []))
-    rows = [("offset", i, v) for i, v in enumerate(ll.ins.get("offset", []))] + \
-           [("block", i, v) for i, v in enumerate(ll.ins.get("block", []))]
+    n_off = len(ll.bases.get("offset", []))
+    rows = [("offset", i, v) for i, v in enumerate(ll.bases.get("offset", []))] + \
+           [("block", i, v) for i, v in enumerate(ll.bases.get("block", []))]
     # Each basis moves exactly one logical bit (checked in the linear component): invert bit by bit.
     dense: E.Expr = E.Const(0)
     block: E.Expr = E.Const(0)
@@ -823,10 +735,31 @@ def padded_address_layout(attr: Attr, shape=None) -> Layout:
             block = block + (bit << i) if i else block + bit
     outs = [("offset", padded_size(pairs, 1 << n_off))]
     exprs = [physical_offset_expr(pairs, dense)]
-    if ll.ins.get("block"):
-        outs.append(("block", 1 << len(ll.ins["block"])))
+    if ll.bases.get("block"):
+        outs.append(("block", 1 << len(ll.bases["block"])))
         exprs.append(block)
     return Layout(ll.outs, outs, exprs, name=f"address of {_describe(attr)}")
+
+
+def encoding_rank(attr: Attr) -> int | None:
+    """The rank a memory encoding is written for, or None when the text does not fix it."""
+    p = attr.params
+    if attr.kind.startswith(("ttng.", "triton_nvidia_gpu.")):
+        return 2
+    if attr.kind == "partitioned_shared" and isinstance(p.get("partitionLayout"), Attr):
+        return encoding_rank(p["partitionLayout"])
+    for key in ("offset", "CGALayout"):
+        v = p.get(key)
+        if isinstance(v, list) and v and isinstance(v[0], list):
+            return len(v[0])
+    for key in ("order", "CTAOrder", "CTAsPerCGA", "shape"):
+        v = p.get(key)
+        if isinstance(v, list):
+            return len(v)
+    if attr.kind == "nvmma_shared":
+        r = p.get("rank", 2)
+        return r if isinstance(r, int) and not isinstance(r, bool) else None
+    return None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -844,7 +777,6 @@ def partitioned_shared_layout(attr: Attr, shape=None, **options) -> Layout:
     skipped, as for ``padded_shared`` itself: Triton's ``paddedLinearLayout``), and the returned
     Layout carries the inner ``padding``.
     """
-    from .linear import LL
     for key in ("numPartitions", "numGroups", "partitionDim", "partitionLayout"):
         if key not in attr.params:
             raise LayoutError(f"#ttg.{attr.kind} needs parameter {key}")
@@ -864,7 +796,6 @@ def partitioned_shared_layout(attr: Attr, shape=None, **options) -> Layout:
     fn = _SHARED_INNER.get(inner.kind)
     if fn is None:
         raise LayoutError(f"#ttg.{attr.kind}: partitionLayout must be a shared layout, got #ttg.{inner.kind}")
-    from .memdesc import encoding_rank
     rank = encoding_rank(inner)
     if rank is not None and pdim >= rank:
         raise LayoutError(f"#ttg.{attr.kind}: partitionDim ({pdim}) must be less than the layout rank ({rank})")

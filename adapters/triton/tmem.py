@@ -43,7 +43,8 @@ from layoutverify.core.layout import Layout
 
 from .attr import Attr, encoding
 from .cga import cga_bases
-from .linear import LL, dim_names, is_pow2, need_shape
+from .linear import need_shape
+from .ll import LL, dim_names, is_pow2
 from .parser import bool_param, check_params, describe, int_param
 
 TMEM_DIMS = ("row", "col", "block")

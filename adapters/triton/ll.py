@@ -1,0 +1,293 @@
+"""Triton's linear-layout algebra (:class:`LL`), shared by every encoding module of the adapter.
+
+:class:`LL` is an independent re-implementation of the parts of Triton's ``LinearLayout`` that
+its ``toLinearLayout`` conversions use (facts from Triton's documentation and source, read,
+not copied): ordered *in dims* (``register, lane, warp, block``; ``offset, block`` for memory)
+each with F2 bases, and ordered *out dims* (``dim0, dim1, ...``) each with a power-of-two size.
+``bases[in][i]`` is the logical coordinate of in-index ``2**i`` (one entry per out dim, in out-dim
+order); any index maps to the XOR of the bases of its set bits.
+
+The **order of out dims matters**: Triton keeps them in the order the layout was built (most
+minor first), and :meth:`LL.not_smaller` adds register repetitions in that order.
+
+This module imports nothing else of the adapter, so :mod:`.linear`, :mod:`.cga`, :mod:`.shared`
+and the others all build on it without import cycles.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedError
+from layoutverify.core.layout import Layout
+
+REGISTER_DIMS = ("register", "lane", "warp", "block")
+MEMORY_DIMS = ("offset", "block")
+#: most bases (bits) one hardware dim may have: Triton sizes dims with 32-bit signed ints
+MAX_IN_BITS = 31
+
+
+def is_pow2(n: int) -> bool:
+    return isinstance(n, int) and n >= 1 and n & (n - 1) == 0
+
+
+def log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def dim_names(rank: int) -> list[str]:
+    return [f"dim{i}" for i in range(rank)]
+
+
+def supremum(x: Sequence[str], y: Sequence[str]) -> list[str]:
+    """Merge two name orders, keeping the relative order of each (``x`` first where free).
+
+    Triton orders the in and out dims of a product this way.
+    """
+    pos_x = {n: i for i, n in enumerate(x)}
+    pos_y = {n: i for i, n in enumerate(y)}
+    out: list[str] = []
+    i = j = 0
+    while True:
+        while i < len(x) and x[i] in out:
+            i += 1
+        while j < len(y) and y[j] in out:
+            j += 1
+        if i >= len(x) and j >= len(y):
+            return out
+        if i < len(x) and j < len(y) and x[i] == y[j]:
+            out.append(x[i])
+            continue
+        # where does the other order place our next candidate (None: nowhere ahead, so it is free)
+        in_y = pos_y.get(x[i]) if i < len(x) else None
+        in_x = pos_x.get(y[j]) if j < len(y) else None
+        x_free = i < len(x) and (in_y is None or in_y < j)
+        y_free = j < len(y) and (in_x is None or in_x < i)
+        if x_free:
+            out.append(x[i])
+        elif y_free:
+            out.append(y[j])
+        elif in_y <= in_x:
+            out.append(x[i])
+        else:
+            out.append(y[j])
+
+
+class LL:
+    """An F2 linear layout with ordered, named in and out dims (Triton's ``LinearLayout``)."""
+
+    __slots__ = ("bases", "outs")
+
+    def __init__(self, bases: Mapping[str, Sequence[Sequence[int]]], outs: Sequence[tuple[str, int]]):
+        self.outs: list[tuple[str, int]] = [(n, int(s)) for n, s in outs]
+        n = len(self.outs)
+        self.bases: dict[str, list[list[int]]] = {}
+        for k, vs in bases.items():
+            vs = [list(int(c) for c in v) for v in vs]
+            for v in vs:
+                if len(v) != n:
+                    raise LayoutError(f"basis {v} of {k!r} has {len(v)} entries for {n} out dims")
+            self.bases[k] = vs
+
+    # -- constructors -------------------------------------------------------------------------
+    @classmethod
+    def empty(cls) -> "LL":
+        return cls({}, [])
+
+    @classmethod
+    def identity1d(cls, size: int, in_dim: str, out_dim: str) -> "LL":
+        if not is_pow2(size):
+            raise LayoutError(f"size {size} along {out_dim} is not a power of two")
+        return cls({in_dim: [[1 << i] for i in range(log2(size))]}, [(out_dim, size)])
+
+    @classmethod
+    def zeros1d(cls, size: int, in_dim: str, out_dim: str, out_size: int = 1) -> "LL":
+        if not is_pow2(size):
+            raise LayoutError(f"size {size} of {in_dim} is not a power of two")
+        return cls({in_dim: [[0] for _ in range(log2(size))]}, [(out_dim, out_size)])
+
+    @classmethod
+    def inferred(cls, bases: Mapping[str, Sequence[Sequence[int]]], out_names: Sequence[str],
+                 *, require_surjective: bool = True, what: str = "layout") -> "LL":
+        """Out-dim sizes inferred as the smallest power of two above every basis value
+        (Triton's ``LinearLayout(bases, outDimNames)``), which must then be surjective."""
+        n = len(out_names)
+        sizes = [1] * n
+        for vs in bases.values():
+            for v in vs:
+                for d, c in enumerate(v):
+                    if c < 0:
+                        raise LayoutError(f"{what}: basis {list(v)} has a negative entry")
+                    sizes[d] = max(sizes[d], 1 << int(c).bit_length())
+        ll = cls(bases, list(zip(out_names, sizes)))
+        if require_surjective and not ll.is_surjective():
+            raise LayoutError(f"{what}: the bases do not cover every element of a "
+                              f"{'x'.join(map(str, sizes))} grid (not surjective), which Triton requires")
+        return ll
+
+    @classmethod
+    def standard_nd(cls, in_dim: str, sizes: Sequence[int], order: Sequence[int]) -> "LL":
+        """``identityStandardND``: ``in_dim`` walks ``sizes`` (per logical dim), ``order[0]`` fastest;
+        the out dims come in ``order`` (most minor first)."""
+        names = dim_names(len(sizes))
+        out = cls.empty()
+        for d in order:
+            out = out * cls.identity1d(sizes[d], in_dim, names[d])
+        return out
+
+    # -- queries ------------------------------------------------------------------------------
+    @property
+    def in_names(self) -> list[str]:
+        return list(self.bases)
+
+    @property
+    def out_names(self) -> list[str]:
+        return [n for n, _ in self.outs]
+
+    def out_size(self, name: str) -> int:
+        for n, s in self.outs:
+            if n == name:
+                return s
+        return 1
+
+    def in_size(self, name: str) -> int:
+        return 1 << len(self.bases.get(name, []))
+
+    def is_surjective(self) -> bool:
+        """Do the bases span every out coordinate? (F2 rank == total out bits)"""
+        shifts, total = [], 0
+        for _, s in self.outs:
+            shifts.append(total)
+            total += log2(s)
+        rows = []
+        for vs in self.bases.values():
+            for v in vs:
+                x = 0
+                for d, c in enumerate(v):
+                    x |= c << shifts[d]
+                rows.append(x)
+        rank = 0
+        pivots: dict[int, int] = {}
+        for x in rows:
+            while x:
+                hb = x.bit_length() - 1
+                if hb in pivots:
+                    x ^= pivots[hb]
+                else:
+                    pivots[hb] = x
+                    rank += 1
+                    break
+        return rank == total
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, LL) and self.bases == other.bases and self.outs == other.outs
+
+    def __repr__(self) -> str:
+        return f"LL({self.bases}, {self.outs})"
+
+    # -- algebra ------------------------------------------------------------------------------
+    def __mul__(self, other: "LL") -> "LL":
+        """Triton's product ``self * other``: ``self`` is the inner (fast) part. Shared in dims
+        get ``self``'s bases then ``other``'s; ``other``'s out coordinates are scaled by
+        ``self``'s out sizes; out sizes multiply."""
+        ins = supremum(self.in_names, other.in_names)
+        outs = supremum(self.out_names, other.out_names)
+        size = {n: self.out_size(n) * other.out_size(n) for n in outs}
+        bases: dict[str, list[list[int]]] = {}
+        for i in ins:
+            vs = []
+            for v in self.bases.get(i, []):
+                m = dict(zip(self.out_names, v))
+                vs.append([m.get(n, 0) for n in outs])
+            for v in other.bases.get(i, []):
+                m = dict(zip(other.out_names, v))
+                vs.append([m.get(n, 0) * self.out_size(n) for n in outs])
+            bases[i] = vs
+        return LL(bases, [(n, size[n]) for n in outs])
+
+    def transpose_outs(self, names: Sequence[str]) -> "LL":
+        names = list(names)
+        if sorted(names) != sorted(self.out_names):
+            raise LayoutError(f"cannot reorder out dims {self.out_names} as {names}")
+        idx = [self.out_names.index(n) for n in names]
+        return LL({k: [[v[i] for i in idx] for v in vs] for k, vs in self.bases.items()},
+                  [self.outs[i] for i in idx])
+
+    def not_smaller(self, shape: Mapping[str, int]) -> "LL":
+        """``ensureLayoutNotSmallerThan``: repeat along the first in dim (register/offset), one
+        out dim at a time in this layout's out-dim order, until each out dim reaches ``shape``."""
+        first = self.in_names[0]
+        ret = self
+        for name, actual in self.outs:
+            desired = shape[name]
+            if actual < desired:
+                if desired % actual:
+                    raise LayoutError(f"size {desired} of {name} is not a multiple of the layout's {actual}")
+                ret = ret * LL.identity1d(desired // actual, first, name)
+        return ret
+
+    def not_larger(self, shape: Mapping[str, int], *, broadcast_registers: bool = True) -> "LL":
+        """``ensureLayoutNotLargerThan``: for each out dim larger than ``shape``, zero its largest
+        bases (broadcast) until it fits; with ``broadcast_registers=False`` such register bases are
+        removed instead of zeroed."""
+        bases = {k: [list(v) for v in vs] for k, vs in self.bases.items()}
+        dropped: set[int] = set()
+        for oi, (name, actual) in enumerate(self.outs):
+            desired = shape[name]
+            if actual <= desired:
+                continue
+            entries = [(k, bi, v[oi]) for k, vs in bases.items() for bi, v in enumerate(vs) if v[oi] != 0]
+            entries.sort(key=lambda e: -e[2])  # largest first (stable among equals)
+            for k, bi, _ in entries:
+                if actual <= desired:
+                    break
+                if not broadcast_registers and k == "register":
+                    dropped.add(bi)
+                else:
+                    bases[k][bi][oi] = 0
+                actual >>= 1
+        if not broadcast_registers and "register" in bases:
+            bases["register"] = [v for bi, v in enumerate(bases["register"]) if bi not in dropped]
+        return LL.inferred(bases, self.out_names, require_surjective=False)
+
+    def drop_zero_registers(self) -> "LL":
+        """Remove register bases that move nothing (a thread holds no duplicate registers)."""
+        if not any(not any(v) for v in self.bases.get("register", [])):
+            return self
+        bases = dict(self.bases)
+        bases["register"] = [v for v in bases["register"] if any(v)]
+        return LL(bases, self.outs)
+
+    def map_outs(self, fn, out_names: Sequence[str]) -> "LL":
+        """New out dims: ``fn(basis) -> new basis`` applied to every basis; sizes inferred."""
+        return LL.inferred({k: [fn(v) for v in vs] for k, vs in self.bases.items()}, out_names,
+                           require_surjective=False)
+
+    # -- to the canonical form ----------------------------------------------------------------
+    def to_layout(self, shape: Sequence[int] | None = None, in_dims: Sequence[str] = REGISTER_DIMS,
+                  *, name: str | None = None) -> Layout:
+        """The canonical :class:`~layoutverify.core.layout.Layout`: in dims in Triton's order (absent ones
+        get no bases), out dims ``dim0..`` in standard order with sizes ``shape``."""
+        names = dim_names(len(self.outs))
+        ll = self.transpose_outs(names) if self.out_names != names else self
+        if shape is not None:
+            for (n, s), want in zip(ll.outs, shape):
+                if s != want:
+                    raise LayoutError(f"internal: layout covers {s} along {n}, tensor has {want}")
+        for k, vs in ll.bases.items():
+            if len(vs) > MAX_IN_BITS:
+                raise SizeLimitError(f"the layout has 2^{len(vs)} {k} indices; Triton keeps each hardware dim "
+                                     f"below 2^{MAX_IN_BITS}")
+        extra = [k for k in ll.bases if k not in in_dims]
+        if extra:
+            raise LayoutError(f"internal: unexpected in dims {extra}")
+        bases = {k: ll.bases.get(k, []) for k in in_dims}
+        return Layout.from_bases(bases, [(n, s) for n, s in ll.outs], name=name)
+
+    @classmethod
+    def from_layout(cls, layout: Layout) -> "LL":
+        """Back from a canonical F2 layout (out dims in standard order)."""
+        bases = layout.f2_bases()
+        if bases is None:
+            raise UnsupportedError("this layout is not F2-linear, so Triton's linear-layout algebra "
+                                   "cannot be applied to it")
+        return cls({k: [list(v) for v in vs] for k, vs in bases.items()}, list(layout.out_dims))
