@@ -31,6 +31,60 @@ DTYPES = {"fp8": "fp8e4nv", "f16": "fp16", "bf16": "bf16", "f32": "fp32", "i8": 
 BITS = {"fp8": 8, "f16": 16, "bf16": 16, "f32": 32, "i8": 8, "i16": 16, "i32": 32}
 
 
+_KERNELS = None
+
+
+def kernels():
+    """The Gluon conversion kernels ``(cvt2d, cvt1d)`` (defined once; Triton imported lazily)."""
+    global _KERNELS
+    if _KERNELS is None:
+        from triton.experimental import gluon
+        from triton.experimental.gluon import language as gl
+
+        @gluon.jit
+        def cvt2d(in_ptr, out_ptr, M: gl.constexpr, N: gl.constexpr, A: gl.constexpr, B: gl.constexpr,
+                  OBS: gl.constexpr, PACK: gl.constexpr):
+            ra = gl.arange(0, M, layout=gl.SliceLayout(1, A))
+            ca = gl.arange(0, N, layout=gl.SliceLayout(0, A))
+            x = gl.load(in_ptr + ra[:, None] * N + ca[None, :])
+            y = gl.convert_layout(x, B)
+            if OBS:
+                y = gl.inline_asm_elementwise("mov.b32 $0, $1; // lv-observe", "=r,r", [y], dtype=y.dtype,
+                                              is_pure=False, pack=PACK)
+            rb = gl.arange(0, M, layout=gl.SliceLayout(1, B))
+            cb = gl.arange(0, N, layout=gl.SliceLayout(0, B))
+            gl.store(out_ptr + rb[:, None] * N + cb[None, :], y)
+
+        @gluon.jit
+        def cvt1d(in_ptr, out_ptr, M: gl.constexpr, A: gl.constexpr, B: gl.constexpr,
+                  OBS: gl.constexpr, PACK: gl.constexpr):
+            x = gl.load(in_ptr + gl.arange(0, M, layout=A))
+            y = gl.convert_layout(x, B)
+            if OBS:
+                y = gl.inline_asm_elementwise("mov.b32 $0, $1; // lv-observe", "=r,r", [y], dtype=y.dtype,
+                                              is_pure=False, pack=PACK)
+            gl.store(out_ptr + gl.arange(0, M, layout=B), y)
+
+        _KERNELS = (cvt2d, cvt1d)
+    return _KERNELS
+
+
+def build_layout(gl, spec: dict, shape: list):
+    """A Gluon layout object from a JSON spec (see the module docstring)."""
+    k = spec["kind"]
+    if k == "blocked":
+        return gl.BlockedLayout(spec["spt"], spec["tpw"], spec["wpc"], spec["order"])
+    if k == "mma":
+        return gl.NVMMADistributedLayout(spec["version"], spec["warps"], spec["instr"])
+    if k == "dot":
+        return gl.DotOperandLayout(spec["op"], build_layout(gl, spec["parent"], shape), spec["k_width"])
+    if k == "slice":
+        return gl.SliceLayout(spec["dim"], build_layout(gl, spec["parent"], list(shape) + [1]))
+    if k == "linear":
+        return gl.DistributedLinearLayout(spec["reg"], spec["lane"], spec["warp"], spec["block"], list(shape))
+    raise ValueError(f"unknown Gluon layout kind {k!r}")
+
+
 def main() -> None:  # pragma: no cover - runs in a subprocess
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     import triton
@@ -41,47 +95,14 @@ def main() -> None:  # pragma: no cover - runs in a subprocess
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    @gluon.jit
-    def cvt2d(in_ptr, out_ptr, M: gl.constexpr, N: gl.constexpr, A: gl.constexpr, B: gl.constexpr,
-              OBS: gl.constexpr, PACK: gl.constexpr):
-        ra = gl.arange(0, M, layout=gl.SliceLayout(1, A))
-        ca = gl.arange(0, N, layout=gl.SliceLayout(0, A))
-        x = gl.load(in_ptr + ra[:, None] * N + ca[None, :])
-        y = gl.convert_layout(x, B)
-        if OBS:
-            y = gl.inline_asm_elementwise("mov.b32 $0, $1; // lv-observe", "=r,r", [y], dtype=y.dtype,
-                                          is_pure=False, pack=PACK)
-        rb = gl.arange(0, M, layout=gl.SliceLayout(1, B))
-        cb = gl.arange(0, N, layout=gl.SliceLayout(0, B))
-        gl.store(out_ptr + rb[:, None] * N + cb[None, :], y)
-
-    @gluon.jit
-    def cvt1d(in_ptr, out_ptr, M: gl.constexpr, A: gl.constexpr, B: gl.constexpr,
-              OBS: gl.constexpr, PACK: gl.constexpr):
-        x = gl.load(in_ptr + gl.arange(0, M, layout=A))
-        y = gl.convert_layout(x, B)
-        if OBS:
-            y = gl.inline_asm_elementwise("mov.b32 $0, $1; // lv-observe", "=r,r", [y], dtype=y.dtype,
-                                          is_pure=False, pack=PACK)
-        gl.store(out_ptr + gl.arange(0, M, layout=B), y)
+    cvt2d, cvt1d = kernels()  # noqa: F841
 
     ctx = ir.context()
     ir.load_dialects(ctx)
     builder = gluon_ir.GluonOpBuilder(ctx)
 
     def build(spec, shape):
-        k = spec["kind"]
-        if k == "blocked":
-            return gl.BlockedLayout(spec["spt"], spec["tpw"], spec["wpc"], spec["order"])
-        if k == "mma":
-            return gl.NVMMADistributedLayout(spec["version"], spec["warps"], spec["instr"])
-        if k == "dot":
-            return gl.DotOperandLayout(spec["op"], build(spec["parent"], shape), spec["k_width"])
-        if k == "slice":
-            return gl.SliceLayout(spec["dim"], build(spec["parent"], shape + [1]))
-        if k == "linear":
-            return gl.DistributedLinearLayout(spec["reg"], spec["lane"], spec["warp"], spec["block"], shape)
-        raise ValueError(f"unknown Gluon layout kind {k!r}")
+        return build_layout(gl, spec, shape)
 
     def bases(layout, shape):
         ll = builder.to_linear_layout(layout._to_ir(builder), shape)

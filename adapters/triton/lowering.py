@@ -13,7 +13,8 @@ The rules (Triton 3.6 - 3.9, checked against the PTX each release compiles; see
    ``src``'s broadcast bases of that dim), else shared memory (``reads another warp``). A ``dst``
    warp bit may select a ``src`` lane, never a ``src`` register (``warp selects a source
    register``: shared memory).
-2. ``lane``: the identity (and no warp-selected lane) means registers only; otherwise warp
+2. ``lane``: the identity (and no warp-selected lane) means registers only; a warp-selected
+   lane means shared memory before Triton 3.8 (:data:`WARP_SELECTED_LANES_SINCE`); otherwise warp
    shuffles when at most one register<->lane exchange remains in each direction (the F2 rank of
    the register part of the lane images and of the lane part of the register images is at most
    1); otherwise shared memory.
@@ -111,7 +112,13 @@ def invert_and_compose(src: Layout, dst: Layout) -> dict[str, list[dict[str, int
     return out
 
 
-def _decide(cvt: dict, src_bases: dict) -> tuple[str, str]:
+#: first release whose warp shuffles let a destination warp bit select a source lane (before it,
+#: such a conversion goes through shared memory); found by compiling 511 seeded pairs with each
+#: release (tests/test_lowering.py)
+WARP_SELECTED_LANES_SINCE = "3.8"
+
+
+def _decide(cvt: dict, src_bases: dict, triton_version: str = _version.NEWEST) -> tuple[str, str]:
     warp_selects_lane = False
     for dim in ("block", "warp"):
         free = sum(1 << i for i, v in enumerate(src_bases[dim]) if not any(v))
@@ -126,6 +133,8 @@ def _decide(cvt: dict, src_bases: dict) -> tuple[str, str]:
         all(loc["lane"] == 0 for loc in cvt["register"])
     if lane_identity and not warp_selects_lane:
         return "registers", "lane identity"
+    if warp_selects_lane and _version.before({_version.OPTION: triton_version}, WARP_SELECTED_LANES_SINCE):
+        return "shared", f"a warp selects a source lane (shuffles allow it from Triton {WARP_SELECTED_LANES_SINCE})"
     mixed = max(F2.rank(loc["register"] for loc in cvt["lane"]), F2.rank(loc["lane"] for loc in cvt["register"]))
     if mixed < 2:
         return "shuffle", "at most one register<->lane exchange"
@@ -143,7 +152,7 @@ def emitted_mechanism(src: Layout, dst: Layout, *, triton_version=None, equal: b
         if src.in_size(d) != dst.in_size(d):
             raise LayoutError(f"source and destination have {src.in_size(d)} and {dst.in_size(d)} lanes per warp")
     cvt = invert_and_compose(src, dst)
-    cls, rule = _decide(cvt, sb)
+    cls, rule = _decide(cvt, sb, tv)
     mech = CLASS_MECHANISM[cls]
     if cls == "registers":
         if equal is None:

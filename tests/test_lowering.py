@@ -1,0 +1,130 @@
+"""Triton's emitted conversion mechanism (``adapters/triton/lowering.py``) against the PTX that
+Triton itself compiles, for every pair of ``corpora/conversion_suite.toml``.
+
+The oracle is the real compiler: each pair's Gluon kernel is compiled on the CPU for sm_90 down to
+PTX, and the PTX shows the mechanism (shared memory, shuffles, or registers only). Our prediction
+is computed without Triton (our own ``invertAndCompose`` over the canonical layouts), and its
+``invertAndCompose`` is compared with Triton's own ``LinearLayout.invert_and_compose``.
+
+Other releases: set ``LV_TRITON_PYTHONS`` to interpreters with Triton 3.6 / 3.7 / 3.8 installed
+(comma-separated) and the same suite is compiled and predicted with each.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from layoutverify.apps.measure.suite import layouts, load_suite, lowering
+from layoutverify.apps.measure.validate import check_pairs, compile_suite
+from layoutverify.core.errors import LayoutError, UnsupportedError
+from layoutverify.core.layout import Layout
+
+
+@pytest.fixture(scope="session")
+def suite():
+    return load_suite()
+
+
+@pytest.fixture(scope="session")
+def compiled_sm90(suite, tmp_path_factory):
+    return compile_suite(suite, arch=90, cache_dir=str(tmp_path_factory.getbasetemp() / "lv_suite_ptx"))
+
+
+def test_suite_is_large_and_varied(suite):
+    assert len(suite) >= 60
+    fams = {p.family for p in suite}
+    for needed in ("blocked-transpose", "mma-blocked", "wgmma-blocked", "mma-dot", "slice", "replicated",
+                   "cute", "tilus", "linear-shuffle"):
+        assert needed in fams
+    assert {p.dtype for p in suite} >= {"fp8", "f16", "f32"}
+    assert {(64, 64), (128, 128)} <= {p.shape for p in suite}
+
+
+def test_every_pair_compiles(suite, compiled_sm90):
+    errors = {suite[i].name: r["error"] for i, r in compiled_sm90.items() if "error" in r}
+    assert not errors
+
+
+def test_emitted_mechanism_predicts_the_ptx(suite, compiled_sm90):
+    checks = check_pairs(suite, compiled_sm90, simulate=False)
+    wrong = [(c.pair.name, c.emitted_class, c.rule, c.ptx_class, c.error) for c in checks if not c.prediction_ok]
+    assert not wrong, f"{len(wrong)} of {len(checks)} pairs mispredicted: {wrong[:5]}"
+    classes = {c.ptx_class for c in checks}
+    assert classes == {"registers", "shuffle", "shared"}, classes
+    # Triton is never cheaper than the cheapest sufficient mechanism (soundness of analyze)
+    rank = lowering().RANK
+    assert all(rank[c.emitted] >= rank[c.cheapest] for c in checks)
+    # and the suite holds missed optimisations (Triton costlier than necessary)
+    assert any(rank[c.emitted] > rank[c.cheapest] for c in checks)
+
+
+def test_our_invert_and_compose_is_tritons(suite, compiled_sm90):
+    """Where Triton's own ``invert_and_compose`` is available, ours gives the same map."""
+    low = lowering()
+    compared = 0
+    for i, p in enumerate(suite):
+        r = compiled_sm90[i]
+        if not r.get("cvt"):
+            continue
+        a = Layout.from_bases(r["a_bases"], p.shape)
+        b = Layout.from_bases(r["b_bases"], p.shape)
+        ours = low.invert_and_compose(a, b)
+        outs = r["cvt"]["out"]
+        theirs = {dim: [dict(zip(outs, v)) for v in vs] for dim, vs in r["cvt"]["bases"]}
+        for dim, locs in ours.items():
+            assert [{k: loc.get(k, 0) for k in outs} for loc in locs] == theirs.get(dim, []), (p.name, dim)
+        compared += 1
+    assert compared >= 60
+
+
+def test_triton_bases_are_ours(suite, compiled_sm90):
+    """The compiled kernels use the layouts we reason about (Triton's ``to_linear_layout``)."""
+    from layoutverify.core.compare import compare
+    for i, p in enumerate(suite):
+        r = compiled_sm90[i]
+        a, b = layouts(p)
+        for mine, theirs in ((a, r["a_bases"]), (b, r["b_bases"])):
+            assert compare(mine, Layout.from_bases(theirs, p.shape)).verdict == "equal", p.name
+
+
+# Expected classes below were read off PTX compiled by the real Triton 3.6.0, 3.7.1, 3.8.0 and
+# 3.9.0 wheels (seeded sweep case 487 of tests/test_conversion_ptx.py: a destination warp bit
+# selects a source lane).
+WARP_SELECTS_LANE = (
+    {"register": [[0, 1], [8, 0], [0, 8]], "lane": [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], "warp": [[0, 0]]},
+    {"register": [[0, 8], [8, 0]], "lane": [[0, 1], [0, 2], [0, 4], [1, 0], [2, 0]], "warp": [[4, 0]]},
+)
+
+
+@pytest.mark.parametrize("release,cls", [("3.6", "shared"), ("3.7", "shared"), ("3.8", "shuffle"),
+                                         ("3.9", "shuffle")])
+def test_release_differences(release, cls):
+    a = Layout.from_bases(WARP_SELECTS_LANE[0], (16, 16))
+    b = Layout.from_bases(WARP_SELECTS_LANE[1], (16, 16))
+    e = lowering().emitted_mechanism(a, b, triton_version=release)
+    assert e.ptx_class == cls and e.triton_version == release
+
+
+def test_bad_input():
+    low = lowering()
+    a = Layout.from_bases({"register": [[0, 1]], "lane": [[1, 0]] * 0 + [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]]},
+                          (8, 8))
+    with pytest.raises(LayoutError):
+        low.emitted_mechanism(a, Layout.from_bases({"register": [[0, 1]]}, (2, 2)))
+    with pytest.raises(LayoutError):
+        low.emitted_mechanism(a, a, triton_version="2.1")
+    table = Layout.from_table([("register", 3)], (3,), [[0], [1], [2]])
+    with pytest.raises(UnsupportedError):
+        low.emitted_mechanism(table, table)
+
+
+@pytest.mark.skipif(not os.environ.get("LV_TRITON_PYTHONS"), reason="set LV_TRITON_PYTHONS to interpreters with "
+                    "other Triton releases to compile the suite with them")
+def test_other_releases(suite, tmp_path_factory):
+    for py in os.environ["LV_TRITON_PYTHONS"].split(","):
+        compiled = compile_suite(suite, arch=90, python=py,
+                                 cache_dir=str(tmp_path_factory.getbasetemp() / "lv_suite_ptx_other"))
+        checks = check_pairs(suite, compiled, simulate=False)
+        wrong = [(c.pair.name, c.emitted_class, c.ptx_class, c.error) for c in checks if not c.prediction_ok]
+        assert not wrong, (py, wrong[:5])

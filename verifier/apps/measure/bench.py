@@ -1,0 +1,64 @@
+"""One pair measured on the GPU (readback, interpreter on the GPU's PTX, timing, bounds), and the
+whole suite. Shared-memory bound: 128 bytes per clock per SM (32 banks x 4 bytes)."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from layoutverify.core.conversion import analyze
+
+from .suite import Pair, compile_case, layouts, lowering
+
+SMEM_BYTES_PER_CLK = 128
+_DEVICE = None
+
+
+def device():
+    global _DEVICE
+    if _DEVICE is None:
+        from .gpu_run import device_info
+        _DEVICE = device_info()
+    return _DEVICE
+
+
+def measure_pair(pair: Pair, *, ctas: int | None = None, triton_version=None, samples: int = 15) -> dict:
+    from layoutverify.apps.ptxsim import check_conversion
+
+    from .gpu_run import readback, time_conversion
+    dev = device()
+    tv = triton_version or ".".join(dev["triton"].split(".")[:2])
+    a, b = layouts(pair, tv)
+    case = compile_case(pair, 0, triton_version=tv)
+    t0 = time.perf_counter()
+    rb = readback(case, b, a)
+    ptx = rb.pop("ptx")
+    sim = check_conversion(ptx, b, pair.element_bytes)
+    rep = analyze(a, b)
+    low = lowering()
+    em = low.emitted_mechanism(a, b, triton_version=tv, equal=rep.mechanism == "no_op")
+    timing = time_conversion(case, ctas=ctas or 64 * dev["sms"], samples=samples)
+    tile = int(np.prod(pair.shape)) * pair.element_bytes
+    tr = sim.traffic.to_json() if sim.traffic else {}
+    moved = tr.get("shared_store_bytes", 0) + tr.get("shared_load_bytes", 0)
+    clk_ghz = (dev.get("clock_mhz") or 1755) / 1000
+    res = {"pair": pair.to_json(), "device": dev, "triton_version": tv,
+           "readback": rb, "interpreter": sim.to_json(),
+           "interpreter_agrees": bool(sim.ok) == bool(rb["ok"]),
+           "emitted": em.mechanism, "ptx_class": low.ptx_class(ptx), "rule": em.rule, "cheapest": rep.mechanism,
+           "prediction_ok": em.ptx_class == low.ptx_class(ptx),
+           "tile_bytes": tile, "smem_bytes_moved": moved, "timing": timing,
+           "seconds": round(time.perf_counter() - t0, 2)}
+    ns = timing["ns_per_conversion"]
+    if moved:
+        res["bound_ns_useful"] = 2 * tile / (SMEM_BYTES_PER_CLK * clk_ghz)
+        res["bound_ns_moved"] = moved / (SMEM_BYTES_PER_CLK * clk_ghz)
+        res["fraction_of_bound_useful"] = res["bound_ns_useful"] / ns if ns > 0 else None
+        res["fraction_of_bound_moved"] = res["bound_ns_moved"] / ns if ns > 0 else None
+    try:
+        from layoutverify.core.cost import facts_from_traffic, predicted_ns
+        res["predicted_ns"] = predicted_ns(facts_from_traffic(tr, pair.shape, pair.element_bytes,
+                                                              case["num_warps"]), gpu=dev["name"])
+    except Exception:  # noqa: BLE001 - the cost model is optional here
+        res["predicted_ns"] = None
+    return res
