@@ -29,7 +29,7 @@ from layoutverify.core.errors import LayoutError, UnsupportedError
 from .layout import (UNDERSCORE, CuteLayout, IntTuple, Underscore, ceil_div, compact_left, compact_right,
                      fmt, is_int, is_static, is_tuple, leaves, make_layout, mul, product, product_each, unwrap,
                      wrap)
-from .swizzle import ComposedLayout, Swizzle
+from .swizzle import ComposedLayout, Swizzle, make_swizzle
 
 __all__ = [
     "coalesce", "filter_zeros", "filter_layout", "composition", "complement", "right_inverse", "left_inverse",
@@ -300,10 +300,39 @@ def _prefix_products(shape: tuple) -> list[int]:
     return out
 
 
+def _call_unbounded(layout: CuteLayout, idx: int) -> int:
+    """C++ ``layout(idx)`` for any ``idx``: the last mode takes the whole remaining quotient."""
+    modes = layout.flat_modes()
+    off = 0
+    for k, (s, d) in enumerate(modes):
+        c = idx if k == len(modes) - 1 else idx % s
+        off += c * d
+        idx //= s
+    return off
+
+
+def _inverse_of_swizzled(layout: ComposedLayout, inverse):
+    """C++ ``right_inverse``/``left_inverse`` of ``Sw o _0 o L``: ``composition(inverse(L), Sw)``,
+    which CuTe builds as ``make_swizzle<inv(Y), inv(Z)>() o _0 o inv`` with ``inv = inverse(L)`` and
+    ``Y``/``Z`` the swizzle's masks (``composition(Layout, Swizzle)``, swizzle_layout.hpp)."""
+    sw = layout.outer
+    if not isinstance(sw, Swizzle) or layout.smem_bits is not None or layout.offset != 0:
+        raise UnsupportedError(f"{inverse.__name__} of {layout}: only a swizzle composed at offset 0 is modelled")
+    inv = inverse(layout.inner)
+    new = make_swizzle(_call_unbounded(inv, sw.yyy_msk), _call_unbounded(inv, sw.zzz_msk))
+    if new is None:
+        return inv                      # composition(Swizzle<0,...>, _0, L) is L
+    return ComposedLayout(new, 0, inv)
+
+
 def right_inverse(layout) -> CuteLayout:
     """C++ ``right_inverse``: ``layout(result(i)) == i`` for ``i < size(result)``."""
     if isinstance(layout, Underscore):
         return layout
+    if isinstance(layout, Swizzle):
+        return layout                   # a swizzle is its own inverse
+    if isinstance(layout, ComposedLayout):
+        return _inverse_of_swizzled(layout, right_inverse)
     if not isinstance(layout, CuteLayout):
         raise UnsupportedError(f"right_inverse of {layout} is not supported")
     c = coalesce(layout)
@@ -324,6 +353,10 @@ def left_inverse(layout) -> CuteLayout:
     """C++ ``left_inverse``: ``layout(result(layout(i))) == layout(i)``."""
     if isinstance(layout, Underscore):
         return layout
+    if isinstance(layout, Swizzle):
+        return layout
+    if isinstance(layout, ComposedLayout):
+        return _inverse_of_swizzled(layout, left_inverse)
     if not isinstance(layout, CuteLayout):
         raise UnsupportedError(f"left_inverse of {layout} is not supported")
     c = coalesce(layout)

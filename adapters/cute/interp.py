@@ -35,7 +35,7 @@ from .atoms import CopyAtom, MmaAtom, find_atom, smem_atom, smem_atom_names, typ
 from .layout import (UNDERSCORE, CuteLayout, Dyn, Underscore, check_inttuple, compact_layout, has_dynamic, is_int,
                      is_tuple, make_layout)
 from .parser import Chain, LayoutLit, Name, Node, Num, Smem, Tup, Under, parse_text
-from .swizzle import ComposedLayout, Swizzle
+from .swizzle import ComposedLayout, Swizzle, make_swizzle
 from .tv import TVLayout, copy_tv, mma_tv, tiled_mma
 
 
@@ -406,19 +406,13 @@ def _f_compact(major: str):
 
 
 def _f_make_swizzle(it, node, args, kwargs):
-    """C++ ``make_swizzle<Y, Z>()``: the swizzle whose masks are ``Y`` (bits read) and ``Z`` (bits
-    xor-ed): ``B = popcount(Y)``, ``M = min(ctz(Y), ctz(Z))``, ``S = ctz(Y) - ctz(Z)``."""
+    """C++ ``make_swizzle<Y, Z>()`` (see :func:`.swizzle.make_swizzle`)."""
     _nargs(node, args, 0, 0, kwargs=kwargs)
     if len(node.targs) != 2 or not all(isinstance(t, Num) for t in node.targs):
-        raise LayoutError("make_swizzle<Y, Z>() takes two integer masks (e.g. make_swizzle<0b1000, 0b0100>())")
+        raise LayoutError("make_swizzle<Y, Z>() takes two integer masks (e.g. make_swizzle<8, 4>())")
     y, z = (t.value for t in node.targs)
-    if y <= 0 or z <= 0 or y.bit_count() != z.bit_count():
-        raise LayoutError(f"make_swizzle<{y}, {z}>: the masks must be non-zero with the same number of bits")
-    tz_y, tz_z = (y & -y).bit_length() - 1, (z & -z).bit_length() - 1
-    sw = Swizzle(y.bit_count(), min(tz_y, tz_z), tz_y - tz_z)
-    if (y | z) != sw.yyy_msk | sw.zzz_msk:
-        raise LayoutError(f"make_swizzle<{y}, {z}>: the masks are not contiguous bit fields of one swizzle")
-    return sw
+    sw = make_swizzle(y, z)
+    return sw if sw is not None else Swizzle(0, 0, 0)
 
 
 def _f_make_tile(it, node, args, kwargs):

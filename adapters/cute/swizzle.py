@@ -104,6 +104,25 @@ class Swizzle:
         return self.downcast(8 // bits)
 
 
+def make_swizzle(y: int, z: int) -> "Swizzle | None":
+    """C++ ``make_swizzle<Y, Z>()``: the swizzle whose masks are ``Y`` (bits read) and ``Z`` (bits
+    xor-ed): ``B = popcount(Y)``, ``M = min(ctz(Y), ctz(Z))``, ``S = ctz(Y) - ctz(Z)``. ``None`` for
+    ``Y = Z = 0`` (CuTe's ``Swizzle<0,0,0>``, the identity); a :class:`LayoutError` where CuTe's
+    ``static_assert``s fail (different bit counts, or masks that are not one swizzle's fields)."""
+    if y < 0 or z < 0:
+        raise LayoutError(f"make_swizzle<{y}, {z}>: masks must be non-negative")
+    if y.bit_count() != z.bit_count():
+        raise LayoutError(f"make_swizzle<{y}, {z}>: the masks have different numbers of bits "
+                          f"(CuTe: \"Number of bits in Y and Z don't match\")")
+    if y == 0:
+        return None
+    tz_y, tz_z = (y & -y).bit_length() - 1, (z & -z).bit_length() - 1
+    sw = Swizzle(y.bit_count(), min(tz_y, tz_z), tz_y - tz_z)
+    if (y | z) != sw.yyy_msk | sw.zzz_msk:
+        raise LayoutError(f"make_swizzle<{y}, {z}>: the masks are not the contiguous bit fields of one swizzle")
+    return sw
+
+
 def _log2(n: int, what: str) -> int:
     if n < 1 or n & (n - 1):
         raise LayoutError(f"{what} by {n}: N must be a power of two")
@@ -138,6 +157,12 @@ class ComposedLayout:
         return f"{self.outer} o {off} o {self.inner}"
 
     __repr__ = __str__
+
+    def cpp_str(self) -> str:
+        """As CuTe C++ prints it: ``Sw<3,4,3> o _0 o (_8,_64):(_64,_1)``."""
+        off = f"smem_ptr[{self.smem_bits}b](unset)" if self.smem_bits is not None else f"_{self.offset}"
+        outer = self.outer.cpp_str() if isinstance(self.outer, CuteLayout) else str(self.outer)
+        return f"{outer} o {off} o {self.inner.cpp_str()}"
 
     # -- the element-level function ------------------------------------------------------------
     def element_outer(self):

@@ -1,0 +1,186 @@
+"""Seeded cases for CuTe's dynamic integers, negative strides and swizzles, as (id, our text, C++ expr).
+
+Each layout is drawn as a Python structure, then written twice: as CuTe C++ prints it (our text:
+``_N`` static, ``N`` dynamic, ``_-1`` static negative) and as a C++ expression (``Int<N>{}`` static,
+``N`` an ``int`` for dynamic). Compiled CuTe decides what each case prints and computes.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    op: str
+    text: str       # our CuTe text (CuTe C++'s print conventions)
+    cpp: str        # the C++ expression
+
+
+@dataclass(frozen=True)
+class Int:
+    value: int
+    static: bool
+
+    def text(self) -> str:
+        return f"_{self.value}" if self.static else str(self.value)
+
+    def cpp(self) -> str:
+        return f"I({self.value})" if self.static else f"int({self.value})"
+
+
+def _tuple_text(t) -> str:
+    return t.text() if isinstance(t, Int) else "(" + ",".join(_tuple_text(e) for e in t) + ")"
+
+
+def _tuple_cpp(t) -> str:
+    return t.cpp() if isinstance(t, Int) else "S(" + ",".join(_tuple_cpp(e) for e in t) + ")"
+
+
+def layout_text(shape, stride) -> str:
+    return f"{_tuple_text(shape)}:{_tuple_text(stride)}"
+
+
+def layout_cpp(shape, stride) -> str:
+    return f"L({_tuple_cpp(shape)},{_tuple_cpp(stride)})"
+
+
+class Gen:
+    def __init__(self, seed: int, p_dynamic: float = 0.4, p_negative: float = 0.0):
+        self.rng = random.Random(seed)
+        self.p_dyn, self.p_neg = p_dynamic, p_negative
+
+    def int_(self, value: int, *, allow_dynamic=True) -> Int:
+        return Int(value, not (allow_dynamic and self.rng.random() < self.p_dyn))
+
+    def flat_modes(self, n: int):
+        sizes = [self.rng.choice([1, 2, 2, 3, 4, 4, 8]) for _ in range(n)]
+        return sizes
+
+    def layout(self, *, compact: bool = False, max_rank: int = 3, nested: bool = True):
+        """(shape, stride): compact-permuted strides (often injective) or random ones."""
+        r = self.rng.randint(1, max_rank)
+        sizes = self.flat_modes(r)
+        if compact or self.rng.random() < 0.6:
+            order = list(range(r))
+            self.rng.shuffle(order)
+            strides, cur = [0] * r, 1
+            for i in order:
+                strides[i] = cur
+                cur *= sizes[i]
+        else:
+            strides = [self.rng.choice([0, 1, 2, 3, 4, 8, 16]) for _ in range(r)]
+        strides = [-d if d and self.rng.random() < self.p_neg else d for d in strides]
+        shape = [self.int_(s) for s in sizes]
+        stride = [self.int_(d) for d in strides]
+        if r == 1 and self.rng.random() < 0.5:
+            return shape[0], stride[0]
+        if nested and r >= 2 and self.rng.random() < 0.3:      # group the first two modes
+            return (tuple(shape[:2]),) + tuple(shape[2:]), (tuple(stride[:2]),) + tuple(stride[2:])
+        return tuple(shape), tuple(stride)
+
+    def shape(self, max_rank: int = 3):
+        r = self.rng.randint(1, max_rank)
+        sh = [self.int_(s) for s in self.flat_modes(r)]
+        return sh[0] if r == 1 and self.rng.random() < 0.5 else tuple(sh)
+
+
+def swizzle_masks(rng: random.Random) -> tuple[int, int, tuple[int, int, int]]:
+    """A valid ``make_swizzle<Y, Z>`` pair and its (B, M, S)."""
+    b = rng.randint(1, 3)
+    m = rng.randint(0, 3)
+    s = rng.choice([v for v in range(-3, 4) if abs(v) >= b])
+    msk = (1 << b) - 1
+    y = msk << (m + max(0, s))
+    z = msk << (m - min(0, s))
+    return y, z, (b, m, s)
+
+
+def dynamic_cases(seed: int = 20261125) -> list[Case]:
+    out: list[Case] = []
+
+    def add(op, text, cpp):
+        out.append(Case(f"{op}{len(out)}", op, text, cpp))
+
+    g = Gen(seed, p_dynamic=0.4, p_negative=0.0)
+    gn = Gen(seed + 1, p_dynamic=0.3, p_negative=0.4)
+    # 1. layouts as written: print and function
+    for gen, k in ((g, 80), (gn, 80)):
+        for _ in range(k):
+            sh, st = gen.layout()
+            add("layout", layout_text(sh, st), layout_cpp(sh, st))
+    # 2. coalesce
+    for gen, k in ((g, 90), (gn, 60)):
+        for _ in range(k):
+            sh, st = gen.layout()
+            add("coalesce", f"coalesce({layout_text(sh, st)})", f"coalesce({layout_cpp(sh, st)})")
+    # 3. right_inverse (compact-permuted strides: often a bijection; some dynamic strides)
+    for gen, k in ((g, 90), (gn, 40)):
+        for _ in range(k):
+            sh, st = gen.layout(compact=True)
+            add("right_inverse", f"right_inverse({layout_text(sh, st)})", f"right_inverse({layout_cpp(sh, st)})")
+    # 4. left_inverse with static strides and dynamic shapes (C++ requires static strides)
+    gs = Gen(seed + 2, p_dynamic=0.0)
+    for _ in range(40):
+        sh, st = gs.layout(compact=True)
+        dyn_sh = _redraw_dynamic(sh, gs.rng)
+        add("left_inverse", f"left_inverse({layout_text(dyn_sh, st)})", f"left_inverse({layout_cpp(dyn_sh, st)})")
+    # 5. compact layouts of mixed shapes
+    for _ in range(50):
+        sh = g.shape()
+        which = g.rng.choice(["make_layout", "compact_col_major", "compact_row_major"])
+        cpp = {"make_layout": f"make_layout({_tuple_cpp(sh)})",
+               "compact_col_major": f"make_layout({_tuple_cpp(sh)}, compact_col_major({_tuple_cpp(sh)}))",
+               "compact_row_major": f"make_layout({_tuple_cpp(sh)}, compact_row_major({_tuple_cpp(sh)}))"}[which]
+        add(which, f"{which}({_tuple_text(sh)})", cpp)
+    # 6. make_swizzle<Y, Z>() composed with a static layout
+    rng = random.Random(seed + 3)
+    gst = Gen(seed + 4, p_dynamic=0.0)
+    for _ in range(40):
+        y, z, _bms = swizzle_masks(rng)
+        sh, st = gst.layout(compact=True)
+        add("make_swizzle", f"make_swizzle<{y},{z}>() o _0 o {layout_text(sh, st)}",
+            f"composition(make_swizzle<{y},{z}>(), {layout_cpp(sh, st)})")
+    # 7. right/left inverse of swizzled layouts: CuTe composes inverse(L) with the swizzle and
+    #    rebuilds the swizzle from the masks' images; where those are not one swizzle's fields,
+    #    CuTe's make_swizzle static_asserts (the program would not compile), so such draws are
+    #    skipped here and checked to be refused by us in tests/test_cute_dynamic_cpp.py
+    rng7 = random.Random(seed + 5)
+    g7 = Gen(seed + 6, p_dynamic=0.0)
+    added = 0
+    while added < 100:
+        y, z, (b, m, sh_) = swizzle_masks(rng7)
+        shp, st = g7.layout(compact=True, max_rank=4)
+        inv = rng7.choice(["right_inverse", "left_inverse"])
+        text = f"{inv}(Sw<{b},{m},{sh_}> o _0 o {layout_text(shp, st)})"
+        cpp = f"{inv}(composition(Swizzle<{b},{m},{sh_}>{{}}, {layout_cpp(shp, st)}))"
+        if not cpp_accepts_swizzle_inverse(text):
+            REFUSED.append(text)
+            continue
+        add(f"{inv}_swizzled", text, cpp)
+        added += 1
+    return out
+
+
+#: swizzle-inverse draws CuTe C++ would not compile (filled by dynamic_cases)
+REFUSED: list[str] = []
+
+
+def cpp_accepts_swizzle_inverse(text: str) -> bool:
+    """Whether CuTe's make_swizzle would accept the masks (else its static_assert fails): the
+    images of the swizzle's two masks under the inverse must have the same bit count and be one
+    swizzle's contiguous fields."""
+    from layoutverify.adapters.cute.interp import evaluate_text
+    from layoutverify.core.errors import LayoutError
+    try:
+        evaluate_text(text, dynamic=True)
+    except LayoutError:
+        return False
+    return True
+
+
+def _redraw_dynamic(shape, rng):
+    if isinstance(shape, Int):
+        return Int(shape.value, rng.random() < 0.6)
+    return tuple(_redraw_dynamic(s, rng) for s in shape)
