@@ -181,7 +181,7 @@ def _f2_data(lay: Layout) -> _F2Data | None:
         bases = F2.linearize(lay.exprs, lay.in_dims, out_sizes)
         if bases is None and lay.in_size() <= MAX_TABLE_LOCATIONS:
             # past the table limit F2-linearity needs a proof; the z3 path decides instead
-            bases = lay.f2_bases()
+            bases = TABLE.f2_bases(lay)
         if bases is not None:
             for n, vs in bases.items():
                 for i, v in enumerate(vs):

@@ -330,14 +330,6 @@ def _image(df: DigitForm, digits: dict, offset) -> tuple | None:
     return tuple(out)
 
 
-def _dim_values(entry) -> np.ndarray:
-    off, runs = entry
-    v = np.zeros(1, dtype=np.int64)
-    for s, r in runs:
-        v = (v[None, :] + s * np.arange(r, dtype=np.int64)[:, None]).ravel()
-    return np.sort(v + off)
-
-
 def _in_image(img, element) -> bool:
     for (off, runs), x in zip(img, element):
         v = x - off
@@ -351,17 +343,44 @@ def _in_image(img, element) -> bool:
     return True
 
 
+def _missing_in_dim(ex, ey) -> tuple[str, int]:
+    """For two different canonical sets of one dim, ``("x", v)`` with ``v`` in the first and
+    not in the second, or ``("y", v)`` the other way round. Constructive (no enumeration):
+
+    * different offsets: the smaller minimum is missing from the other set;
+    * otherwise at the first differing run ``(sx, rx)`` vs ``(sy, ry)``: every element below the
+      next run's stride is a combination of the common earlier runs, whose largest value is
+      below that stride; so ``off + sx`` is missing from ``y`` when ``sx < sy`` (and vice versa),
+      and with equal strides ``off + min(rx, ry) * s`` is missing from the side with fewer
+      steps (its next run starts above ``rx * s``); a side without run ``j`` lacks the other's
+      ``off + s``.
+    """
+    (ox, rx), (oy, ry) = ex, ey
+    if ox != oy:
+        return ("x", ox) if ox < oy else ("y", oy)
+    for j in range(max(len(rx), len(ry))):
+        if j >= len(rx):
+            return "y", oy + ry[j][0]
+        if j >= len(ry):
+            return "x", ox + rx[j][0]
+        (sx, nx), (sy, ny) = rx[j], ry[j]
+        if sx != sy:
+            return ("x", ox + sx) if sx < sy else ("y", oy + sy)
+        if nx != ny:
+            return ("y", oy + nx * sx) if nx < ny else ("x", ox + ny * sy)
+    raise AssertionError("equal canonical sets")  # pragma: no cover - callers pass different ones
+
+
 def _missing_element(img_x, img_y) -> list[int] | None:
-    """An element of image ``img_x`` outside image ``img_y`` (both canonical), or ``None``."""
-    base = [e[0] for e in img_x]
+    """An element of image ``img_x`` outside image ``img_y`` (both canonical: products over
+    dims), or ``None`` when every differing dim has its witness on the other side."""
     for d, (ex, ey) in enumerate(zip(img_x, img_y)):
         if ex == ey:
             continue
-        vx, vy = _dim_values(ex), _dim_values(ey)
-        extra = np.setdiff1d(vx, vy, assume_unique=False)
-        if extra.size:
-            el = list(base)
-            el[d] = int(extra[0])
+        side, v = _missing_in_dim(ex, ey)
+        if side == "x":
+            el = [e[0] for e in img_x]
+            el[d] = v
             return el
     return None
 
