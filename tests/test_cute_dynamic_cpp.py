@@ -73,3 +73,20 @@ def test_readings_without_cplusplus():
     # without any _N the text is layoutverify's/pycute's plain print: every integer static
     assert evaluate("coalesce((4,2):(1,4))").cpp_str() == "_8:_1"
     assert evaluate("coalesce((_4,2):(_1,_4))").cpp_str() == "(_4,2):(_1,_4)"
+
+
+def test_cute_dsl_printed_types():
+    """Layouts as the CuTe DSL (cutlass.cute) prints them in its MLIR types, e.g. in CUTLASS's DSL
+    examples: ``!cute.composed_layout<"S<3,4,3> o 0 o ((128,8),1,4):((32,1),0,8)">`` and
+    ``!cute.memref<bf16, smem, align<1024>, "S<3,4,3> o 0 o ...">``: the same layout as our text."""
+    from layoutverify.adapters.cute import parse
+    from layoutverify.core.errors import ParseError
+    same = [('!cute.composed_layout<"S<3,4,3> o 0 o ((128,8),1,4):((32,1),0,8)">',
+             "Sw<3,4,3> o 0 o ((128,8),1,4):((32,1),0,8)"),
+            ('!cute.memref<bf16, smem, align<1024>, "S<3,4,3> o 0 o ((8,8),(64,2)):((64,512),(1,4096))">',
+             "Sw<3,4,3> o 0 o ((8,8),(64,2)):((64,512),(1,4096))"),
+            ('!cute.layout<"((1),1,1,1):((0),0,0,0)">', "((1),1,1,1):((0),0,0,0)")]
+    for dsl, ours in same:
+        assert parse(dsl).fingerprint() == parse(ours).fingerprint(), dsl
+    with pytest.raises(ParseError, match="dynamic integer"):
+        parse('!cute.layout<"(?,8):(8,1)">')

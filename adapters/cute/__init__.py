@@ -144,7 +144,7 @@ _SPEC_WORDS = re.compile(
 def looks_like(text: str) -> bool:
     """Whether unprefixed spec text is CuTe's (used by the registry to guess the framework)."""
     t = text.lstrip()
-    return t.startswith(("(", "Sw<", "S<", "_", "GMMA::", "SM90::", "Layout<", "Swizzle<", "cute::")) or \
+    return t.startswith(("(", "Sw<", "S<", "_", "GMMA::", "SM90::", "Layout<", "Swizzle<", "cute::", "!cute.")) or \
         bool(_SPEC_WORDS.match(t))
 
 
@@ -152,12 +152,25 @@ def looks_like(text: str) -> bool:
 TV_PREFIX = "tv:"
 
 
+_DSL_TYPE = re.compile(r'^!cute\.(?:layout|composed_layout|memref)<(?:[^"]*,\s*)?"(?P<layout>[^"]*)"\s*>$')
+
+
+def dsl_layout_text(text: str) -> str:
+    """The layout inside a CuTe DSL (``cutlass.cute``) MLIR type as the DSL prints it:
+    ``!cute.layout<"(4,8):(8,1)">``, ``!cute.composed_layout<"S<3,4,3> o 0 o (8,64):(64,1)">``,
+    ``!cute.memref<bf16, smem, align<1024>, "S<3,4,3> o 0 o ((8,8),(64,2)):((64,512),(1,4096))">``;
+    other text is returned unchanged. (The DSL prints static integers plainly and ``?`` for dynamic
+    ones, whose value the print does not give.)"""
+    m = _DSL_TYPE.match(text.strip())
+    return m.group("layout") if m else text
+
+
 def parse(text: str, shape=None, **options) -> Layout:
     """Parse CuTe text into its canonical layout (see the module docstring for the options)."""
     as_ = options.get("as_") or options.get("as")
     warp_size = options.get("warp_size") or 32
     bits = options.get("bits") or 16
-    body = text.strip()
+    body = dsl_layout_text(text).strip()
     if body.startswith(TV_PREFIX):
         if as_ not in (None, "register"):
             raise LayoutError(f"'tv:' declares a register layout; as_={as_!r} contradicts it")
@@ -176,7 +189,7 @@ def native(text: str, shape=None, **options) -> Layout:
     ``pycute:``)."""
     from .pycute_oracle import native_value
     as_ = options.get("as_") or options.get("as")
-    body = text.strip()
+    body = dsl_layout_text(text).strip()
     if body.startswith(TV_PREFIX):
         body, as_ = body[len(TV_PREFIX):], "register"
     atom_tv = _native_atom_operand(body, options.get("bits") or 16)
