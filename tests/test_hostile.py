@@ -1038,3 +1038,92 @@ def test_output_refused_before_the_work(tmp_path, files):
     refused(["check", files["valid_corpus"], "--junit", str(tmp_path / "no" / "x.xml")], "does not exist")
     refused(["prove", CUTE, "cute:(4,8):(1,4)", "--emit-smt2", str(tmp_path)], "directory")
     assert time.monotonic() - t0 < 2
+
+
+#: any JSON value, nested a little (for replacing parts of valid golden files and corpora)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70) | st.floats(allow_nan=True) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=10)
+
+
+def _paths(obj, prefix=()):
+    """Every path (tuple of keys / indices) into a JSON-like value."""
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _paths(v, prefix + (i,))
+
+
+def _replace(doc, path, value):
+    node = doc
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+
+
+def test_generated_golden_structure(tmp_path, files):
+    """Valid golden files with random JSON values put in random places (wrong types, sizes, shapes)."""
+    base = json.loads(open(files["valid_golden"], encoding="utf-8").read())
+    places = [p for p in _paths(base) if p]
+    x = tmp_path / "x.json"
+
+    @FUZZ
+    @given(edits=st.lists(st.tuples(st.sampled_from(places), JSON_VALUES), min_size=1, max_size=3))
+    def check(edits):
+        doc = json.loads(json.dumps(base))
+        for path, value in edits:
+            try:
+                _replace(doc, path, value)
+            except (KeyError, IndexError, TypeError):
+                pass   # an earlier edit replaced the parent
+        x.write_text(json.dumps(doc), encoding="utf-8", errors="surrogatepass")
+        for argv in (["diff", files["valid_golden"], str(x), "--timeout-ms", "2000"],
+                     ["diff", str(x), files["valid_golden"], "--timeout-ms", "2000"]):
+            rc, out, err = run_in_process(argv)
+            assert_clean(rc, err, argv)
+
+    check()
+
+
+def _toml(v) -> str:
+    """A TOML literal for a JSON-like value (inline tables; nulls become empty strings)."""
+    if v is None:
+        return '""'
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return "nan" if v != v else ("inf" if v == float("inf") else "-inf" if v == float("-inf") else repr(v))
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    return "{" + ", ".join(f"{json.dumps(k)} = {_toml(x)}" for k, x in v.items()) + "}"
+
+
+CLAIM_FIELDS = ["name", "a", "b", "expect", "shape", "shape_a", "shape_b", "options", "options_a", "options_b",
+                "tags", "note", "fragment", "framework", "timeout_ms", "known", "native"]
+
+
+def test_generated_corpus_structure(tmp_path):
+    """A valid claim with random values in random fields (and random unknown fields)."""
+    claim = {"name": "c", "a": "cute:(4,8):(8,1)", "b": "cute:(4,8):(8,1)", "expect": "equal"}
+    p = tmp_path / "c.toml"
+
+    @FUZZ
+    @given(fields=st.dictionaries(st.sampled_from(CLAIM_FIELDS) | st.text(min_size=1, max_size=6), JSON_VALUES,
+                                  min_size=1, max_size=3))
+    def check(fields):
+        body = {**claim, **fields}
+        p.write_text("[[claim]]\n" + "".join(f"{json.dumps(k)} = {_toml(v)}\n" for k, v in body.items()),
+                     encoding="utf-8", errors="surrogatepass")
+        argv = ["check", str(p), "-j", "1"]
+        rc, out, err = run_in_process(argv)
+        assert_clean(rc, err, argv)
+
+    check()

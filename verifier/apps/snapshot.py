@@ -266,6 +266,7 @@ def diff(old: dict, new: dict, timeout_ms: int = 20_000) -> list[Change]:
 
 def _layout(entry: dict, name: str, side: str) -> Layout:
     try:
+        Layout.check_normal_form(entry["normal_form"])
         nf = dict(entry["normal_form"])
         if isinstance(nf.get("bases"), dict):
             # JSON tools (and our sorted dump) reorder keys: put the bases back in in_dims order,

@@ -387,18 +387,29 @@ class Layout:
             d["table"] = self.table().tolist()
         return d
 
-    @classmethod
-    def from_normal_form(cls, d: Mapping) -> "Layout":
+    @staticmethod
+    def check_normal_form(d) -> None:
+        """The shape of a normal form read from outside (a golden file): an object whose
+        ``in_dims`` / ``out_dims`` are non-empty lists of ``[name, size]`` pairs (sizes 1..2^62)
+        and which has ``bases`` (an object) or ``table`` (a list). Values are checked on building."""
         if not isinstance(d, Mapping):
             raise LayoutError(f"malformed normal form: an object expected, got {type(d).__name__}")
         for key in ("in_dims", "out_dims"):
             dims = d.get(key)
-            if not isinstance(dims, list) or not dims or not all(
+            if not isinstance(dims, (list, tuple)) or not dims or not all(
                     isinstance(x, (list, tuple)) and len(x) == 2 and isinstance(x[0], str)
                     and isinstance(x[1], numbers.Integral) and not isinstance(x[1], bool) and 1 <= x[1] <= (1 << 62)
                     for x in dims):
                 raise LayoutError(f"malformed normal form: {key} must be a non-empty list of [name, size] pairs "
                                   f"with sizes from 1 to 2^62, got {str(dims)[:80]}")
+        if "bases" in d and not isinstance(d["bases"], Mapping):
+            raise LayoutError("malformed normal form: bases must be an object")
+        if "bases" not in d and not isinstance(d.get("table"), (list, tuple, np.ndarray)):
+            raise LayoutError("malformed normal form: needs bases (an object) or table (a list)")
+
+    @classmethod
+    def from_normal_form(cls, d: Mapping) -> "Layout":
+        cls.check_normal_form(d)
         try:
             if "bases" in d:
                 order = [n for n, _ in d["in_dims"]]
