@@ -24,7 +24,8 @@ behaviour of plain warp-wide accesses.
 ``warnings`` (see :func:`layout_warnings`)
     a list of ``{"code", "message"}``: properties that are legal but usually a mistake.
 ``bank_conflicts`` (memory layouts)
-    for ``element_bits``-wide elements, one warp of 32 lanes reading the tensor in three plain
+    for ``element_bits``-wide elements, one warp of 32 lanes (64 on AMD: ``arch="cdna3"`` or
+    ``"cdna4"``, with that architecture's LDS banks) reading the tensor in three plain
     patterns, per :mod:`layoutverify.core.banks`: ``row`` (lane ``l`` of instruction ``i`` reads the flat
     row-major element ``32*i + l``), ``column`` (the same in column-major order: the first
     logical dim fastest), both one element per lane per instruction, and ``row_vector`` (each
