@@ -25,7 +25,7 @@ def register(sub) -> None:
     p.add_argument("--triton-version", choices=TRITON_VERSIONS, default=None,
                    help="read layouts with this release's semantics (default: the cache metadata's, "
                         "else the installed Triton's)")
-    p.add_argument("--quiet", action="store_true", help="no table on the terminal")
+    p.add_argument("--quiet", action="store_true", help="no table on the terminal (the baseline verdict still prints)")
     p.set_defaults(func=run)
 
 
@@ -71,9 +71,9 @@ def run(args) -> int:
             output.print_table(doc)
         except ImportError:
             print(output.plain_table(doc))
-        if cmp is not None:
-            from layoutverify.apps.scan.baseline import render_baseline
-            print(render_baseline(cmp))
+    if cmp is not None and not to_stdout:
+        from layoutverify.apps.scan.baseline import render_baseline
+        print(render_baseline(cmp))
     return 1 if cmp is not None and cmp["worse"] else 0
 
 
