@@ -6,7 +6,8 @@ connection, send ``--requests`` requests each (default 200): prove / analyze / s
 blocked layouts of shapes up to 128x128 (half prove, a quarter each analyze and show), every
 other request a repeat of one asked before. Reported per kind: p50/p99 latency of cold answers
 (computed by a worker) and cached ones (answered from the store), requests/s, errors, and lost
-results (acknowledged ids that ``GET /v1/results/{id}`` no longer finds). Then a second run is cut
+results (acknowledged ids that ``GET /v1/results/{id}`` no longer finds), and the cached latency
+of one client alone (no queueing behind the other seven). Then a second run is cut
 by ``kill -9`` of the server and its workers halfway; after a restart on the same store every
 result acknowledged before the kill must still be there.
 
@@ -131,6 +132,15 @@ def load(server: Server, clients: int, per_client: int, start: int) -> dict:
     return out
 
 
+def single_client(server: Server, per_client: int) -> dict:
+    """One client alone, repeating questions already answered: the cached latency without queueing."""
+    todo = [t for t in plan(1, per_client, 0)[0]]
+    c = Client(server.port, todo)
+    c.run()
+    xs = [dt for _, cached, dt in c.samples if cached]
+    return {"n": len(xs), "p50": _ms(percentile(xs, 0.5)), "p99": _ms(percentile(xs, 0.99)), "errors": len(c.errors)}
+
+
 def kill_during_load(server: Server, clients: int, per_client: int, start: int) -> dict:
     """Cut a load run by ``kill -9`` halfway; restart; count acknowledged results that are missing."""
     stop = threading.Event()
@@ -182,6 +192,7 @@ def main() -> int:
             try:
                 # distinct questions: numbers 0..(clients*requests) for the load, then the kill -9 run's
                 r = load(server, args.clients, args.requests, start=0)
+                r["single_client_cached_ms"] = single_client(server, args.requests)
                 if not args.no_kill:
                     r["kill9"] = kill_during_load(server, args.clients, args.requests // 2,
                                                   start=args.clients * args.requests // 2)
@@ -191,7 +202,8 @@ def main() -> int:
             lat = r["latency_ms"]
             print(f"{store}: {r['requests']} requests in {r['seconds']} s ({r['requests_per_s']}/s), errors {r['errors']}, "
                   f"lost {r['lost_results']}; cached p50 {lat['all_cached']['p50']} ms p99 {lat['all_cached']['p99']} ms; "
-                  f"cold prove p50 {lat['prove_cold']['p50']} ms p99 {lat['prove_cold']['p99']} ms"
+                  f"cold prove p50 {lat['prove_cold']['p50']} ms p99 {lat['prove_cold']['p99']} ms; one client alone: cached "
+                  f"p50 {r['single_client_cached_ms']['p50']} ms"
                   + (f"; kill -9: {r['kill9']['acknowledged_before_kill']} acknowledged, "
                      f"{r['kill9']['missing_after_restart']} missing" if "kill9" in r else ""))
     finally:

@@ -7,8 +7,9 @@ only for the service's own trouble: 503 busy, 500 a worker died), and messages a
 one-liners.
 
 A request is answered from the store when the same request was seen before (by its hash, without
-parsing) or when its layouts' fingerprints match a stored question; otherwise a worker process
-(:mod:`.workers`) proves it and the result is committed to the store before the answer is sent.
+parsing; recent ones are also kept in memory) or when its layouts' fingerprints match a stored
+question; otherwise a worker process (:mod:`.workers`) proves it and the result is committed to
+the store before the answer is sent.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import asyncio
 import hashlib
 import hmac
 import time
+from collections import OrderedDict
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -34,6 +36,8 @@ from .workers import (BadInput, Busy, JobFailed, Pool, WorkerCrashed, WorkerTime
 
 #: version of the JSON documents this service answers with: the CLI's (docs/json-schema.md)
 SCHEMA = jsonout.SCHEMA
+#: answers kept in memory (besides the store) for repeated requests
+MEMO_SIZE = 10_000
 
 
 @dataclass
@@ -57,6 +61,9 @@ class Service:
     pool: Pool | None = None
     metrics: Metrics = field(default_factory=Metrics)
     tasks: set = field(default_factory=set)
+    #: request hash -> answer, for answers already committed to the store (they never change: the
+    #: key includes the tool version); most recent last, at most MEMO_SIZE entries
+    memo: "OrderedDict[str, dict]" = field(default_factory=OrderedDict)
 
     async def start(self) -> None:
         tool_version()  # fixed now, for the server and every worker it starts
@@ -109,11 +116,16 @@ class Service:
         Returns ``{"id", "result", "fingerprints", "cached"}`` (``id`` is ``None`` for an answer
         that was not stored: a proof stopped at its deadline)."""
         request_hash = hashlib.sha256(canonical_json([kind, args, tool_version()]).encode()).hexdigest()
+        got = self.memo.get(request_hash)
+        if got is not None:
+            self.memo.move_to_end(request_hash)
+            self.metrics.cache_result(kind, True)
+            return got
         row = await self.db(self.store.by_alias, request_hash)
         if row is not None:
             self.metrics.cache_result(kind, True)
-            return {"id": row["id"], "result": row["result"], "fingerprints": {"a": row["fp_a"], "b": row["fp_b"]},
-                    "cached": True}
+            return self._remember(request_hash, {"id": row["id"], "result": row["result"],
+                                                 "fingerprints": {"a": row["fp_a"], "b": row["fp_b"]}, "cached": True})
         job_args = {**args, "timeout_ms": timeout_ms}
         try:
             out = await self.run_job(kind, job_args, deadline_for(timeout_ms))
@@ -129,8 +141,8 @@ class Service:
         if "hit" in out:
             self.metrics.cache_result(kind, True)
             await self.db(self.store.add_alias, request_hash, out["hit"]["id"])
-            return {"id": out["hit"]["id"], "result": out["hit"]["result"], "fingerprints": out["fingerprints"],
-                    "cached": True}
+            return self._remember(request_hash, {"id": out["hit"]["id"], "result": out["hit"]["result"],
+                                                 "fingerprints": out["fingerprints"], "cached": True})
         self.metrics.cache_result(kind, False)
         if out.get("verdict") == "unknown":
             self.metrics.event("solver_timeouts")
@@ -138,7 +150,16 @@ class Service:
                              options=out["options"], tool_version=tool_version(), request=args,
                              result=out["result"], verdict=out.get("verdict"), smt2=out.get("smt2"),
                              cacheable=out.get("cacheable", True), request_hash=request_hash)
+        if out.get("cacheable", True):
+            self._remember(request_hash, {"id": rid, "result": out["result"], "fingerprints": out["fingerprints"],
+                                          "cached": True})
         return {"id": rid, "result": out["result"], "fingerprints": out["fingerprints"], "cached": False}
+
+    def _remember(self, request_hash: str, answer: dict) -> dict:
+        self.memo[request_hash] = answer
+        if len(self.memo) > MEMO_SIZE:
+            self.memo.popitem(last=False)
+        return answer
 
     async def prove(self, req: rq.ProveRequest) -> dict:
         rq.refuse_file_reference(req.a, "a")
