@@ -92,3 +92,29 @@ def test_partitioned_offsets_match_triton():
         assert not isinstance(th, Exception), th
         ours = T.parse(t).f2_bases()
         assert {"offset": ours["offset"], "block": ours["block"]} == th.f2_bases(), t
+
+
+GENERIC = [
+    "tensor<32xf16, #ttg<linear<{register=[], lane=[[1],[2],[4],[8],[16]], warp=[], block=[]}>>>",
+    "tensor<64x32xf16, #ttg<blocked<{sizePerThread=[1, 2],threadsPerWarp=[8, 4],warpsPerCTA=[2, 2],order=[1, 0]}>>>",
+    "!ttg.memdesc<64x32xf16, #ttg<swizzled_shared<{vec = 2, perPhase = 1, maxPhase = 4, order = [1, 0]}>>, "
+    "#ttg<shared_memory>>",
+]
+
+
+@pytest.mark.parametrize("text", GENERIC)
+def test_generic_mlir_spelling_is_the_same_attribute(text):
+    """``#ttg<linear<...>>`` is MLIR's generic form of ``#ttg.linear<...>``; Triton reads both."""
+    pretty = text.replace("#ttg<", "#ttg.", 1)
+    pretty = pretty.replace(">>>", ">>", 1) if pretty.startswith("tensor") else pretty
+    if pretty.startswith("!"):
+        pretty = pretty.replace("}>>, #ttg<shared_memory>>", "}>, #ttg.shared_memory>")
+    assert T.parse(text).f2_bases() == T.parse(pretty).f2_bases()
+
+
+@pytest.mark.skipif(not have_triton(), reason="needs the installed Triton")
+def test_generic_spelling_matches_triton():
+    theirs = T.native_many([(t, None) for t in GENERIC[:2]], lenient=True)
+    for t, th in zip(GENERIC, theirs):
+        assert not isinstance(th, Exception), th
+        assert T.parse(t).f2_bases() == th.f2_bases()

@@ -46,6 +46,8 @@ MAX_TEXT = 1 << 20
 
 #: dialect prefixes of TritonGPU attributes, new and old
 TTG_DIALECTS = ("ttg", "triton_gpu")
+#: dialects whose attributes may also be written generically, ``#ttg<blocked<{...}>>``
+GENERIC_DIALECTS = frozenset(TTG_DIALECTS) | {"ttng", "triton_nvidia_gpu"}
 #: old attribute names -> current ones
 KIND_RENAMES = {"mma": "nvidia_mma", "mfma": "amd_mfma", "wmma": "amd_wmma"}
 #: encodings of memory (shared) layouts: they are used in ``!ttg.memdesc`` types
@@ -420,6 +422,9 @@ class _Parser:
             raise self.error("expected an attribute (#ttg....)", tok)
         name = tok.value[1:]
         col = self.lex.col(tok.start)
+        if "." not in name and name not in self.aliases and name in GENERIC_DIALECTS and self.at("<") \
+                and self.lex.peek(1).kind == "ident":
+            return self.generic_attribute(tok, name, col, depth)
         if "." not in name:
             if name not in self.aliases:
                 raise self.error(f"unknown alias #{name}" + (f" (defined: {', '.join('#' + a for a in self.aliases)})"
@@ -440,6 +445,18 @@ class _Parser:
         end = self.lex.peek().start if self.lex.buf else self.lex.pos
         text = self.text[tok.start:end].rstrip()
         return Attr(kind, params, col, text)
+
+    def generic_attribute(self, tok: Token, dialect: str, col: int, depth: int) -> Attr:
+        """MLIR's generic spelling of a dialect attribute, ``#ttg<linear<{...}>>`` (the same
+        attribute as ``#ttg.linear<{...}>``; Triton's parser accepts both)."""
+        lt = self.lex.next()
+        depth = self.deeper(depth, lt)
+        kind = self.lex.next().value
+        kind = KIND_RENAMES.get(kind, kind) if dialect in TTG_DIALECTS else f"{dialect}.{kind}"
+        params: dict[str, Any] = self.attr_body(depth) if self.at("<") else {}
+        self.expect(">", f"closing #{dialect}<...>")
+        end = self.lex.peek().start if self.lex.buf else self.lex.pos
+        return Attr(kind, params, col, self.text[tok.start:end].rstrip())
 
     def attr_body(self, depth: int) -> dict:
         lt = self.lex.next()
