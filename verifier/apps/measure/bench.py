@@ -49,16 +49,29 @@ def measure_pair(pair: Pair, *, ctas: int | None = None, triton_version=None, sa
            "prediction_ok": em.ptx_class == low.ptx_class(ptx),
            "tile_bytes": tile, "smem_bytes_moved": moved, "timing": timing,
            "seconds": round(time.perf_counter() - t0, 2)}
-    ns = timing["ns_per_conversion"]
-    if moved:
-        res["bound_ns_useful"] = 2 * tile / (SMEM_BYTES_PER_CLK * clk_ghz)
-        res["bound_ns_moved"] = moved / (SMEM_BYTES_PER_CLK * clk_ghz)
-        res["fraction_of_bound_useful"] = res["bound_ns_useful"] / ns if ns > 0 else None
-        res["fraction_of_bound_moved"] = res["bound_ns_moved"] / ns if ns > 0 else None
+    derive(res)
     try:
         from layoutverify.core.cost import facts_from_traffic, predicted_ns
         res["predicted_ns"] = predicted_ns(facts_from_traffic(tr, pair.shape, pair.element_bytes,
                                                               case["num_warps"]), gpu=dev["name"])
     except Exception:  # noqa: BLE001 - the cost model is optional here
         res["predicted_ns"] = None
+    return res
+
+
+def derive(res: dict) -> dict:
+    """Bounds and achieved fractions from a result's timing, traffic and device (re-applicable to
+    stored results): the shared-memory bound is ``bytes / (128 B/clk x SM clock)`` per SM."""
+    t = res["timing"]
+    if "marginal_ns" not in t and "baseline_ns_loop" in t:
+        t["marginal_ns"] = t["ns_loop"] - t["baseline_ns_loop"]
+    t["ns_per_conversion"] = t["ns_loop"]
+    ns = t["ns_per_conversion"]
+    clk_ghz = (res["device"].get("clock_mhz") or 1755) / 1000
+    moved = res.get("smem_bytes_moved", 0)
+    if moved:
+        res["bound_ns_useful"] = 2 * res["tile_bytes"] / (SMEM_BYTES_PER_CLK * clk_ghz)
+        res["bound_ns_moved"] = moved / (SMEM_BYTES_PER_CLK * clk_ghz)
+        res["fraction_of_bound_useful"] = res["bound_ns_useful"] / ns if ns > 0 else None
+        res["fraction_of_bound_moved"] = res["bound_ns_moved"] / ns if ns > 0 else None
     return res

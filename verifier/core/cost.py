@@ -1,0 +1,118 @@
+"""A cost model of layout conversions: ``predicted_ns`` from conversion facts (pure arithmetic).
+
+Facts (:class:`ConversionFacts`) are per CTA: shared-memory wavefronts (bank-conflict aware:
+one wavefront moves at most 128 bytes), warp-level shuffles, barriers, warp-level register
+instructions that move data (``mov``/``prmt``/``selp``/...), and the warp-level 32-bit words of
+the tile (one warp-level operation per 32 elements: the consumer). They come exactly from executing the conversion's PTX
+(:func:`facts_from_traffic`, fed by ``layoutverify.apps.ptxsim``) or, without a compiler, are
+estimated from the two layouts and a mechanism (:func:`estimate_facts`).
+
+The model is SM time in cycles, ``max(c_wavefront * wavefronts, c_alu * (data_moves + element_ops))
++ c_shuffle * shuffles + c_barrier * barriers + c_0`` (shared memory and the ALUs overlap; shuffles
+and barriers serialise), divided by the SM clock; it predicts
+the time one CTA's conversion takes of one SM (CTAs overlap, so throughput costs add up). The
+constants are data (``cost_h100.json`` beside this module): fitted by
+``benchmarks/fit_cost_model.py`` on measured conversions, with the GPU, Triton release, date and
+the held-out error recorded. The H200 has the H100's SM (132 SMs, same clocks), so it uses the
+H100's cycle constants with its own clock; that is stated in the data, not measured.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from importlib import resources
+
+FEATURES = ("wavefronts", "shuffles", "barriers", "data_moves", "element_ops", "one")
+CONSTANTS = ("wavefront", "alu", "shuffle", "barrier", "constant")
+
+
+@dataclass
+class ConversionFacts:
+    warps: int
+    elements: int               # elements of the tile
+    element_bytes: int
+    shared_store_bytes: int = 0
+    shared_load_bytes: int = 0
+    store_wavefronts: int = 0
+    load_wavefronts: int = 0
+    shuffles: int = 0           # warp-level shfl.sync
+    barriers: int = 0
+    data_moves: int = 0         # warp-level register instructions moving data
+
+    def features(self) -> dict:
+        return {"wavefronts": self.store_wavefronts + self.load_wavefronts, "shuffles": self.shuffles,
+                "barriers": self.barriers, "data_moves": self.data_moves,
+                "element_ops": self.elements / 32, "one": 1.0}
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def facts_from_traffic(traffic: dict, shape, element_bytes: int, warps: int) -> ConversionFacts:
+    """Facts from the interpreter's traffic counters (``data_moves`` there counts instructions
+    per CTA; every warp executes each, so it is scaled by the warps)."""
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return ConversionFacts(warps=warps, elements=n, element_bytes=element_bytes,
+                           shared_store_bytes=traffic.get("shared_store_bytes", 0),
+                           shared_load_bytes=traffic.get("shared_load_bytes", 0),
+                           store_wavefronts=traffic.get("store_wavefronts", 0),
+                           load_wavefronts=traffic.get("load_wavefronts", 0),
+                           shuffles=traffic.get("shuffles", 0), barriers=traffic.get("barriers", 0),
+                           data_moves=traffic.get("data_moves", 0) * warps)
+
+
+def estimate_facts(a, b, mechanism: str, element_bits: int = 16) -> ConversionFacts:
+    """Facts estimated from the layouts alone (no compiler): a round trip through shared memory
+    stores every location of ``a`` once and loads every location of ``b``, conflict-free
+    (``store/load bytes / 128`` wavefronts) with one barrier pair; shuffles move every 32-bit
+    register word of ``b`` once; register permutes one move per word."""
+    eb = max(1, element_bits // 8)
+    warps = max(a.in_size("warp"), b.in_size("warp"))
+    threads = 32 * warps
+    n = b.out_size()
+    loc_a = a.in_size("register") * threads
+    loc_b = b.in_size("register") * threads
+    words_b = max(1, b.in_size("register") * eb // 4)
+    f = ConversionFacts(warps=warps, elements=n, element_bytes=eb)
+    if mechanism in ("intra_cta", "cross_cta"):
+        f.shared_store_bytes, f.shared_load_bytes = loc_a * eb, loc_b * eb
+        f.store_wavefronts = -(-f.shared_store_bytes // 128)
+        f.load_wavefronts = -(-f.shared_load_bytes // 128)
+        f.barriers = 2
+        f.data_moves = words_b * warps
+    elif mechanism == "intra_warp":
+        f.shuffles = words_b * warps
+        f.data_moves = 2 * words_b * warps
+    elif mechanism == "register_permute":
+        f.data_moves = words_b * warps
+    return f
+
+
+_CACHE: dict = {}
+
+
+def constants(gpu: str = "H100") -> dict:
+    """The fitted constants for ``gpu`` (``H100`` / ``H200``, or a device name containing one)."""
+    key = "H200" if "H200" in gpu.upper() else "H100"
+    if key not in _CACHE:
+        data = json.loads(resources.files("layoutverify.core").joinpath("cost_h100.json").read_text())
+        c = dict(data)
+        if key == "H200":
+            c.update(data.get("h200", {}))
+        _CACHE[key] = c
+    return _CACHE[key]
+
+
+def predicted_ns(facts: ConversionFacts, gpu: str = "H100", table: dict | None = None) -> float:
+    """Predicted SM time (ns) of one CTA's conversion on ``gpu``."""
+    c = table or constants(gpu)
+    return cycles(facts, c["cycles"]) / (c["clock_mhz"] / 1000.0)
+
+
+def cycles(facts: ConversionFacts, k: dict) -> float:
+    """SM cycles of one CTA's conversion under the constants ``k`` (see the module docstring)."""
+    x = facts.features()
+    return (max(k["wavefront"] * x["wavefronts"], k["alu"] * (x["data_moves"] + x["element_ops"]))
+            + k["shuffle"] * x["shuffles"] + k["barrier"] * x["barriers"] + k["constant"])
