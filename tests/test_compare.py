@@ -236,7 +236,8 @@ def test_f2_pairs_all_strategies_agree(name, a, b):
         assert res.verdict == expected, (method, res.verdict, expected, res.reason)
         check_witness(a, b, res)
         if method == "auto" and a.out_dims == b.out_dims:
-            assert res.method == "f2"
+            # a symbolic proof: GF(2) bases, or mixed-radix digits when those decide first
+            assert res.method in ("f2", "radix", "identical")
 
 
 @pytest.mark.parametrize("name,a,b", NONF2_PAIRS, ids=[p[0] for p in NONF2_PAIRS])

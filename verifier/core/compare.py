@@ -33,7 +33,8 @@ Strategies (``method``):
            independent cross-check used by tests, and the fallback before z3.
 ``z3``     bit-vector queries over the symbolic maps (:mod:`layoutverify.core.smt`), each with a
            time limit; every query can be written out as SMT-LIB2.
-``auto``   ``f2`` when both are F2-linear; else ``radix`` when it decides; else ``table`` up to
+``auto``   ``f2`` when both come with declared F2 bases; else ``radix`` when it decides; else
+           ``f2`` when both are F2-linear; else ``table`` up to
            :data:`layoutverify.core.table.TABLE_FALLBACK` locations; else ``z3``.
 
 Every witness a strategy returns is re-evaluated on both layouts with the numpy evaluator
@@ -105,15 +106,15 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
 def _decide(pair: Pair, method: str, timeout_ms: int, smt2: str | None) -> Result:
     a, b = pair.a, pair.b
     if method == "auto":
-        if _f2_data(a) is not None and _f2_data(b) is not None:
-            res = compare_f2(pair)
-        else:
-            res = RADIX.compare_radix(pair)
-            if res is None:
-                if max(a.in_size(), b.in_size()) <= TABLE.TABLE_FALLBACK:
-                    res = TABLE.compare_table(pair)
-                else:
-                    return compare_z3(pair, timeout_ms=timeout_ms, smt2=smt2)
+        declared = "_declared_bases" in a.__dict__ and "_declared_bases" in b.__dict__
+        res = None if declared else RADIX.compare_radix(pair)
+        if res is None:
+            if _f2_data(a) is not None and _f2_data(b) is not None:
+                res = compare_f2(pair)
+            elif max(a.in_size(), b.in_size()) <= TABLE.TABLE_FALLBACK:
+                res = TABLE.compare_table(pair)
+            else:
+                return compare_z3(pair, timeout_ms=timeout_ms, smt2=smt2)
     elif method == "f2":
         res = compare_f2(pair)
     elif method == "radix":
