@@ -1,0 +1,124 @@
+"""The PTX interpreter (``layoutverify.apps.ptxsim``) runs Triton's own conversion code.
+
+Every suite pair's conversion kernel, compiled on the CPU by the installed Triton for sm_90 (and
+a subset for sm_80), is executed for every thread of the CTA with every element tagged by its
+logical index; afterwards every register of ``B`` must hold the element ``B``'s canonical form
+(from the adapters) puts there, and the stored tile must be the input. Deliberately corrupted
+PTX (one wrong shuffle lane, one wrong shared-memory offset, a missing barrier) must be caught.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from layoutverify.apps.measure.suite import layouts, load_suite
+from layoutverify.apps.measure.validate import compile_suite
+from layoutverify.apps.ptxsim import SimError, check_conversion, parse_ptx
+from layoutverify.core.errors import LayoutError
+
+
+@pytest.fixture(scope="session")
+def suite():
+    return load_suite()
+
+
+@pytest.fixture(scope="session")
+def compiled_sm90(suite, tmp_path_factory):
+    return compile_suite(suite, arch=90, cache_dir=str(tmp_path_factory.getbasetemp() / "lv_suite_ptx"))
+
+
+def _pair(suite, compiled, name):
+    i = [p.name for p in suite].index(name)
+    p = suite[i]
+    return p, layouts(p)[1], compiled[i]["ptx"]
+
+
+def test_every_register_holds_what_b_says(suite, compiled_sm90):
+    bad = []
+    for i, p in enumerate(suite):
+        r = compiled_sm90[i]
+        assert "ptx" in r, (p.name, r.get("error"))
+        run = check_conversion(r["ptx"], layouts(p)[1], p.element_bytes)
+        if not run.ok:
+            bad.append((p.name, run.error, run.mismatches[:2], run.output_errors[:2]))
+    assert not bad, bad[:5]
+
+
+def test_sm80_subset(suite, tmp_path_factory):
+    # (fp8e4nv needs sm_89 or later)
+    picked = [p for p in suite if p.family in ("blocked-transpose", "mma-dot", "linear-shuffle")
+              and p.dtype != "fp8"][:10]
+    compiled = compile_suite(picked, arch=80, cache_dir=str(tmp_path_factory.getbasetemp() / "lv_suite_ptx80"))
+    for i, p in enumerate(picked):
+        assert "ptx" in compiled[i], (p.name, compiled[i].get("error"))
+        assert "sm_80" in compiled[i]["ptx"]
+        run = check_conversion(compiled[i]["ptx"], layouts(p)[1], p.element_bytes)
+        assert run.ok, (p.name, run.error, run.mismatches[:2])
+
+
+def test_traffic_is_counted(suite, compiled_sm90):
+    p, b, ptx = _pair(suite, compiled_sm90, "blocked-transpose-1-f16-64x64")
+    run = check_conversion(ptx, b, p.element_bytes)
+    t = run.traffic
+    # a 64x64 f16 tile stored once and loaded once, conflict-free: 8192 B each way, 64 wavefronts
+    assert t.shared_store_bytes == 8192 and t.shared_load_bytes == 8192
+    assert t.store_wavefronts == 8192 // 128 and t.load_wavefronts == 8192 // 128
+    assert t.barriers >= 1
+
+
+def test_wrong_shuffle_lane_is_caught(suite, compiled_sm90):
+    p, b, ptx = _pair(suite, compiled_sm90, "linear-shuffle-1-f32-16x32")
+    assert check_conversion(ptx, b, p.element_bytes).ok
+    m = re.search(r"(shfl\.sync\.\w+\.b32\s+[^,]+,\s*[^,]+,\s*)(\d+)(,)", ptx)
+    assert m, "the shuffle pair's PTX has a shuffle with an immediate lane operand"
+    lane = int(m.group(2))
+    bad = ptx[:m.start(2)] + str(lane ^ 2) + ptx[m.end(2):]
+    run = check_conversion(bad, b, p.element_bytes)
+    assert not run.ok and run.n_mismatches > 0
+    assert {"register", "lane", "warp"} <= set(run.mismatches[0]["location"])
+
+
+def test_wrong_shared_offset_is_caught(suite, compiled_sm90):
+    p, b, ptx = _pair(suite, compiled_sm90, "blocked-transpose-3-f32-64x64")
+    assert check_conversion(ptx, b, p.element_bytes).ok
+    m = re.search(r"ld\.shared(?:::cta)?\.v4\.b32\s+\{[^}]*\},\s*\[\s*(%r\d+)\s*(?:\+\s*(\d+))?\s*\]", ptx)
+    assert m
+    off = int(m.group(2) or 0) + 16
+    bad = ptx[:m.start()] + ptx[m.start():m.end()].replace(m.group(0)[m.group(0).index("["):], f"[{m.group(1)}+{off}]") \
+        + ptx[m.end():]
+    run = check_conversion(bad, b, p.element_bytes)
+    assert not run.ok and (run.n_mismatches > 0 or run.error)
+
+
+def test_missing_barrier_is_a_race(suite, compiled_sm90):
+    p, b, ptx = _pair(suite, compiled_sm90, "blocked-transpose-3-f32-64x64")
+    bad = re.sub(r"\bbar\.sync\s+0;", "", ptx)
+    run = check_conversion(bad, b, p.element_bytes)
+    assert not run.ok and "race" in (run.error or "")
+
+
+def test_unknown_instruction_is_named(suite, compiled_sm90):
+    p, b, ptx = _pair(suite, compiled_sm90, "blocked-transpose-3-f32-64x64")
+    bad = ptx.replace("bar.sync \t0;", "tanh.approx.f32 %f1, %f2;\n\tbar.sync \t0;", 1)
+    if bad == ptx:
+        bad = re.sub(r"(\bbar\.sync\s+0;)", r"tanh.approx.f32 %f1, %f2;\n\t\1", ptx, count=1)
+    run = check_conversion(bad, b, p.element_bytes)
+    assert not run.ok and "tanh.approx.f32" in run.error
+
+
+def test_arithmetic_on_data_is_refused(suite, compiled_sm90):
+    p, b, ptx = _pair(suite, compiled_sm90, "blocked-transpose-3-f32-64x64")
+    m = re.search(r"st\.shared(?:::cta)?\.v4\.b32\s+\[[^\]]*\],\s*\{\s*(%r\d+)", ptx)
+    reg = m.group(1)
+    bad = ptx[:m.start()] + f"add.s32 {reg}, {reg}, 1;\n\t" + ptx[m.start():]
+    run = check_conversion(bad, b, p.element_bytes)
+    assert not run.ok and "data" in run.error
+
+
+def test_parser_errors():
+    with pytest.raises(LayoutError):
+        parse_ptx("no kernel here")
+    prog = parse_ptx(".visible .entry k(\n.param .u64 k_param_0\n)\n.reqntid 32\n{\n\tmov.u32 %r1, %tid.x;\n\tret;\n}\n")
+    assert prog.params == ["k_param_0"] and prog.threads == 32 and prog.instructions[0].opcode == "mov.u32"
+    assert issubclass(SimError, LayoutError)
