@@ -485,6 +485,38 @@ def _f_mma_atom(it, node, args, kwargs):
     return it.atom_operand(atom, _operand_arg(args[1]), node)
 
 
+def _f_partition(operand: str):
+    """``partition_A(ATOM, sA)`` / ``partition_B(ATOM, sB)``: C++ ``ThrMMA::partition_A/B`` of a
+    shared-memory tensor for a GMMA ``_SS`` atom (both operands read through shared-memory
+    descriptors; every thread of the warpgroup sees the whole ``M x K`` / ``N x K`` atom tile, so the
+    slice of any thread is the same). The result is ``((AtomM, AtomK), RestM, RestK)`` over the
+    operand's memory: ``zipped_divide(sA, (AtomM, AtomK))`` with the rest modes unpacked, a memory
+    layout (offset -> partition coordinate) whose swizzle stays that of ``sA``. One atom per tiled
+    MMA (atom layout (1,1,1)), as a bare atom names it."""
+    def f(it, node, args, kwargs):
+        _nargs(node, args, 2, 2, kwargs=kwargs)
+        atom, smem = args
+        if not isinstance(atom, MmaAtom):
+            raise LayoutError(f"partition_{operand} takes an MMA atom first, got {_describe(atom)}")
+        if getattr(atom, operand) is not None:
+            raise UnsupportedError(f"{atom.name} holds {operand} in registers (an _RS atom); partition_{operand} "
+                                   f"of shared memory is modelled for operands read from shared memory (_SS)")
+        if not isinstance(smem, (CuteLayout, ComposedLayout)):
+            raise LayoutError(f"partition_{operand} takes a shared-memory layout second, got {_describe(smem)}")
+        m, n, k = atom.shape_mnk
+        tile = (m, k) if operand == "A" else (n, k)
+        inner = smem.inner if isinstance(smem, ComposedLayout) else smem
+        if inner.rank() != 2:
+            raise LayoutError(f"partition_{operand}: the shared-memory layout must be 2-D "
+                              f"({'M' if operand == 'A' else 'N'} x K), got rank {inner.rank()}")
+        z = A.zipped_divide(smem, tile)
+        zl = z.inner if isinstance(z, ComposedLayout) else z
+        atom_mode, rest = zl.mode(0), zl.mode(1)
+        flat = CuteLayout((atom_mode.shape,) + tuple(rest.shape), (atom_mode.stride,) + tuple(rest.stride))
+        return z.with_inner(flat) if isinstance(z, ComposedLayout) else flat
+    return f
+
+
 def _f_copy_atom(it, node, args, kwargs):
     _nargs(node, args, 2, kwargs=kwargs, allowed=("bits",))
     atom = args[0]
@@ -548,6 +580,8 @@ _FUNCTIONS = {
     "compact_col_major": _f_compact("col"),
     "compact_row_major": _f_compact("row"),
     "make_swizzle": _f_make_swizzle,
+    "partition_A": _f_partition("A"),
+    "partition_B": _f_partition("B"),
     "make_tile": _f_make_tile,
     "tile_to_shape": _f_tile_to_shape,
     "upcast": _f_cast(A.upcast),
