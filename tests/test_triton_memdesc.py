@@ -118,3 +118,14 @@ def test_generic_spelling_matches_triton():
     for t, th in zip(GENERIC, theirs):
         assert not isinstance(th, Exception), th
         assert T.parse(t).f2_bases() == th.f2_bases()
+
+
+def test_linear_with_a_key_triton_skips():
+    """async_ops_to_llvm_gfx1250.mlir:144 writes ``order = [1, 0]`` in a #ttg.linear; Triton's parser
+    skips it (checked by tests/test_triton_lit.py); we read the same bases and name the key."""
+    base = "tensor<32xf16, #ttg.linear<{register=[], lane=[[1],[2],[4],[8],[16]], warp=[], block=[]%s}>>"
+    lay = T.parse(base % ", order = [0]")
+    assert lay.f2_bases() == T.parse(base % "").f2_bases()
+    assert "'order'" in lay.name and "ignores" in lay.name
+    with pytest.raises(LayoutError, match="block"):
+        T.parse("tensor<32xf16, #ttg.linear<{register=[], lane=[[1],[2],[4],[8],[16]], warp=[]}>>")

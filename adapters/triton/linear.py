@@ -12,7 +12,7 @@ from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedErr
 from layoutverify.core.layout import Layout
 
 from . import version
-from .attr import DOT_OPERAND_PARENTS, ENCODINGS, Attr, dot_operand_parent, encoding
+from .attr import DOT_OPERAND_PARENTS, ENCODINGS, Attr, dot_operand_parent, encoding, ignored_note, ignored_params
 from .cga import cga_bases, combine_cta_cga
 # the algebra lives in .ll, which imports no other module of the adapter (so .cga can use it
 # without a cycle); its names stay importable from here
@@ -76,7 +76,12 @@ def ll_encoding(*kinds: str):
             _LL_CONVERTERS[k] = fn
 
         def to_layout(attr, shape, **options):
-            return fn(attr, shape, **options).to_layout()
+            lay = fn(attr, shape, **options).to_layout()
+            if attr.kind == "linear":   # keys Triton's parser skips are named, not silently dropped
+                note = ignored_note(ignored_params(attr, REGISTER_DIMS))
+                if note:
+                    lay.name = (lay.name or describe(attr)) + note
+            return lay
         to_layout.__name__ = fn.__name__ + "_layout"
         to_layout.__doc__ = fn.__doc__
         encoding(*kinds)(to_layout)
