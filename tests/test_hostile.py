@@ -262,6 +262,9 @@ TEXT_CASES = [
     ("cute", f"Sw<3,3,{HUGE}> o (64,64):(64,1)", None, None),
     ("cute", f"Sw<{BIG},3,3> o (64,64):(64,1)", None, None),
     ("cute", "Sw<3,3,3>", None, None),
+    ("cute", "Sw<7,0,7> o 65536:65536", None, "hole"),              # once a 4 GiB table of offsets
+    ("cute", "Sw<3,0,3> o (65536,256):(65536,1)", None, None),
+    ("cute", "(65536,65536):(65536,65536)", None, None),
     ("cute", "Sw<3,3,3> o Sw<3,3,3> o (64,64):(64,1)", None, None),
     ("cute", "(1000000000,1000000000):(1,1000000000)", None, None),
     ("cute", f"({BIG},2):(1,1)", None, None),

@@ -84,11 +84,15 @@ def _witness(layout, offsets: np.ndarray, cosize: int, shape) -> str:
         a, b = int(order[dup[0]]), int(order[dup[0] + 1])
         return (f"coordinates {_coord_str(inner, a, shape)} and {_coord_str(inner, b, shape)} both map to offset "
                 f"{int(offsets[a])} (not injective)")
-    hit = np.zeros(max(cosize, int(offsets.max(initial=0)) + 1), dtype=bool)
-    hit[offsets] = True
-    missing = np.nonzero(~hit)[0]
-    if missing.size:
-        return f"offset {int(missing[0])} is not the image of any coordinate (a hole in 0..{hit.size - 1})"
+    if so.size and so[0] < 0:
+        return f"coordinate {_coord_str(inner, int(order[0]), shape)} maps to the negative offset {int(so[0])}"
+    # sorted without repeats: the first hole is the first position k where so[k] != k (no table of
+    # all offsets up to the largest, which may be ~2^32)
+    top = max(cosize, int(so[-1]) + 1 if so.size else 0)
+    wrong = np.nonzero(so != np.arange(so.size))[0]
+    first = int(wrong[0]) if wrong.size else (int(so.size) if so.size < top else None)
+    if first is not None:
+        return f"offset {first} is not the image of any coordinate (a hole in 0..{top - 1})"
     return "it is not a bijection"
 
 
