@@ -102,7 +102,7 @@ WARP_SELECTS_LANE = (
 )
 
 
-@pytest.mark.parametrize("release,cls", [("3.6", "shared"), ("3.7", "shared"), ("3.8", "shuffle"),
+@pytest.mark.parametrize("release,cls", [("3.6", "shared"), ("3.7", "shared"), ("3.8", "shared"),
                                          ("3.9", "shuffle")])
 def test_release_differences(release, cls):
     a = Layout.from_bases(WARP_SELECTS_LANE[0], (16, 16))

@@ -14,7 +14,7 @@ The rules (Triton 3.6 - 3.9, checked against the PTX each release compiles; see
    warp bit may select a ``src`` lane, never a ``src`` register (``warp selects a source
    register``: shared memory).
 2. ``lane``: the identity (and no warp-selected lane) means registers only; a warp-selected
-   lane means shared memory before Triton 3.8 (:data:`WARP_SELECTED_LANES_SINCE`); otherwise warp
+   lane means shared memory before Triton 3.9 (:data:`WARP_SELECTED_LANES_SINCE`); otherwise warp
    shuffles when at most one register<->lane exchange remains in each direction (the F2 rank of
    the register part of the lane images and of the lane part of the register images is at most
    1); otherwise shared memory.
@@ -115,7 +115,7 @@ def invert_and_compose(src: Layout, dst: Layout) -> dict[str, list[dict[str, int
 #: first release whose warp shuffles let a destination warp bit select a source lane (before it,
 #: such a conversion goes through shared memory); found by compiling 511 seeded pairs with each
 #: release (tests/test_lowering.py)
-WARP_SELECTED_LANES_SINCE = "3.8"
+WARP_SELECTED_LANES_SINCE = "3.9"
 
 
 def _decide(cvt: dict, src_bases: dict, triton_version: str = _version.NEWEST) -> tuple[str, str]:

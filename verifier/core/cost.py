@@ -116,3 +116,10 @@ def cycles(facts: ConversionFacts, k: dict) -> float:
     x = facts.features()
     return (max(k["wavefront"] * x["wavefronts"], k["alu"] * (x["data_moves"] + x["element_ops"]))
             + k["shuffle"] * x["shuffles"] + k["barrier"] * x["barriers"] + k["constant"])
+
+
+def predicted_conversion_ns(facts: ConversionFacts, gpu: str = "H100", table: dict | None = None) -> float:
+    """The conversion's share of :func:`predicted_ns`: minus the same loop without a conversion
+    (its consumer, one operation per element, stays), as ``measure`` reports ``marginal_ns``."""
+    bare = ConversionFacts(warps=facts.warps, elements=facts.elements, element_bytes=facts.element_bytes)
+    return predicted_ns(facts, gpu, table) - predicted_ns(bare, gpu, table)
