@@ -32,8 +32,8 @@ import re
 from layoutverify.core.errors import LayoutError, UnsupportedError
 from layoutverify.core.layout import Layout
 
-from ..ptx.fragment import Fragment
-from ..ptx.syntax import error, tokenize
+from layoutverify.core.fragment import Fragment
+from layoutverify.core.dotted import error, tokenize
 from . import cdna as _cdna
 from . import rdna as _rdna
 

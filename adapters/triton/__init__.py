@@ -136,6 +136,10 @@ def parse(text: str, shape=None, **options) -> Layout:
     return layout
 
 
+#: many texts in one Triton subprocess (the atlas asks through the registry, ``adapter("triton")``)
+native_many = _native_module.native_many
+
+
 def native(text: str, shape=None, **options) -> Layout:
     """Triton's own layout for ``text`` (installed Triton, in a subprocess); see :mod:`.native`."""
     return _native_module.native(text, shape=shape, **options)

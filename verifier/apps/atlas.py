@@ -308,9 +308,9 @@ def native_answers(claims: list[Claim]) -> list[Native]:
             out[i] = Native("error", message=str(e))
     if triton_cases:
         try:
-            from layoutverify.adapters.triton.native import native_many
-            res = native_many(triton_cases)
-        except (ImportError, LayoutError) as e:
+            from layoutverify.adapters import adapter
+            res = adapter("triton").native_many(triton_cases)
+        except (ImportError, LayoutError, AttributeError) as e:
             res = [_Unavailable(f"Triton native unavailable: {e}")] * len(triton_cases)
         for i, r in zip(triton_idx, res):
             if isinstance(r, _Unavailable):
