@@ -218,11 +218,16 @@ def test_check_job(server):
     assert by_name["mma-is-ptx"]["status"] == "holds"
     assert by_name["blocked-differ"]["status"] == "holds"
     assert by_name["wrong"]["status"] == "fails" and got["passed"] is False
+    # the TOML itself as the body
+    status, _, raw = http("POST", server.url + "/v1/check", raw=toml.encode(), headers={"Content-Type": "application/toml"})
+    assert status in (200, 202) and json.loads(raw)["total"] == 3
     status, bad = jhttp("POST", server.url + "/v1/check", {"corpus": "[[claim]\n"})
     assert status == 400 and "not valid TOML" in bad["error"]["message"] and "/tmp" not in bad["error"]["message"]
 
 
 def test_health_metrics_openapi(server):
+    for _ in range(3):  # two of them answered from the store
+        assert jhttp("POST", server.url + "/v1/show", {"spec": "cute:(8,4):(4,1)"})[0] == 200
     status, health = jhttp("GET", server.url + "/healthz")
     assert status == 200 and health["status"] == "ok" and health["schema_version"] >= 2
     status, _, text = http("GET", server.url + "/metrics")

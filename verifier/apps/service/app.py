@@ -390,10 +390,20 @@ def create_app(config: Config | None = None) -> FastAPI:
         return await service.show(await rq.parse(request, rq.ShowRequest))
 
     @app.post("/v1/check", openapi_extra=rq.schema_body(rq.CheckRequest), tags=["jobs"],
-              summary="Check a corpus (TOML text); long runs answer 202 with a job id")
+              summary="Check a corpus: JSON {\"corpus\": TOML text}, or the TOML itself with Content-Type "
+                      "application/toml; long runs answer 202 with a job id")
     async def check(request: Request):
         require_token(request)
-        status, body = await service.check(await rq.parse(request, rq.CheckRequest))
+        ctype = request.headers.get("content-type", "")
+        if ctype.startswith(("application/toml", "text/")):  # the corpus file itself as the body
+            raw = await rq.read_body(request)
+            try:
+                req = rq.validate(rq.CheckRequest, {"corpus": raw.decode("utf-8")})
+            except UnicodeDecodeError as e:
+                raise rq.RequestError(400, "bad_input", f"corpus is not UTF-8 (byte offset {e.start})") from None
+        else:
+            req = await rq.parse(request, rq.CheckRequest)
+        status, body = await service.check(req)
         return JSONResponse(body, status_code=status)
 
     @app.get("/v1/jobs/{jid}", tags=["jobs"], summary="Progress and results of a check job")
