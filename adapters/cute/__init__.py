@@ -13,6 +13,17 @@ Accepted text (``cute:`` specs), as CuTe prints it or as CuTe C++ spells the alg
   C++ semantics (:mod:`.algebra`);
 * C++ type spellings as CUTLASS's traits write them: ``Layout<Shape<_8,_64>,Stride<_64,_1>>``,
   ``Int<8>{}``, ``Step<_2,_1>``, ``Tile<_32,_32,_16>``;
+* static and dynamic integers as C++ prints them: when a text writes some static integer ``_N``
+  (outside template arguments), a bare ``N`` is dynamic, and ``coalesce``, ``right_inverse``,
+  ``left_inverse``, ``make_layout``/``compact_col_major``/``compact_row_major`` follow C++'s
+  static/dynamic rules (other algebra refuses dynamic integers); negative strides ``4:-1`` /
+  ``_-1`` (algebra only: the canonical form needs offsets >= 0); ``make_swizzle<Y,Z>()``; right and
+  left inverses of swizzled layouts (:mod:`.layout`, :mod:`.algebra`);
+* the CuTe DSL's prints: ``S<3,4,3> o 0 o ...`` and its MLIR types ``!cute.layout<"...">``,
+  ``!cute.composed_layout<"...">``, ``!cute.memref<..., "...">`` (:func:`dsl_layout_text`; its ``?``
+  for a run-time integer has no value and is refused, naming it);
+* ``partition_A(ATOM_SS, sA)`` / ``partition_B``: a GMMA ``_SS`` atom's partition of a shared-memory
+  operand, a memory layout ``((AtomM, AtomK), RestM, RestK)``;
 * TV layouts of atoms by CUTLASS's names: ``SM80_16x8x16_F32F16F16F32_TN.A`` (or
   ``mma_atom(SM80_16x8x16_F32F16F16F32_TN, A)``), operands ``A``, ``B``, ``C`` (``D`` = ``C``);
   ``SM75_U32x4_LDSM_N.Dst`` (or ``copy_atom(NAME, Dst, bits=16)``; a copy atom without an operand
@@ -35,7 +46,9 @@ What the canonical form means:
   and the layout's value is an index into the tile given as ``shape``, read column-major (CuTe's
   convention; 1-D without a shape). See :func:`.tv.written_tv_to_register`.
 
-:func:`native` answers the same text with pycute (the installed Python CuTe), for ``show --native``.
+:func:`native` answers the same text with the installed CuTe, for ``show --native`` and the atlas:
+atoms from CUTLASS's C++ traits compiled from the headers (:mod:`.cutlass_traits`), other layouts
+with pycute (the Python CuTe).
 
 Options: ``shape`` (reinterpret a layout's coordinates column-major over this shape; for atoms it
 must match; for a written TV layout, the tile), ``as_`` (``"memory"``/``"function"``/``"register"``),

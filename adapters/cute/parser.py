@@ -4,7 +4,7 @@ Grammar (whitespace is free; ``_N`` is CuTe's static integer ``N``)::
 
     expr    := term ('o' term)*                       composed layout: A o offset o B, or A o B
     term    := primary [':' primary]                  shape:stride
-    primary := INT | '_' | SMEM_PTR
+    primary := INT | '-' INT | '_' | SMEM_PTR          INT: 8 (bare), _8 (static), _-1
              | '(' expr (',' expr)* ')'               IntTuple, or a tiler of layouts / ints / _
              | NAME ['<' targ (',' targ)* '>'] ['(' [arg (',' arg)*] ')'] ['.' NAME]
     arg     := NAME '=' expr | expr
