@@ -28,8 +28,8 @@ from triton_oracle import have_triton
 needs_triton = pytest.mark.skipif(not have_triton(), reason="needs the installed Triton (with Gluon) as the oracle")
 
 
-def _tmem_text(m, n, col_stride, cga=(), two_ctas=False, shape=(128, 128), elem="f32"):
-    extra = ""
+def _tmem_text(m, n, col_stride, cga=(), two_ctas=False, shape=(128, 128), elem="f32", fp4=False):
+    extra = ", fp4Padded = true" if fp4 else ""
     if cga:
         extra += ", CGALayout = [" + ", ".join(f"[{a}, {b}]" for a, b in cga) + "]"
     if two_ctas:
@@ -54,6 +54,8 @@ def _cases(seed=7, count=120):
                 split[d] *= 2 if b[d] else 1
         shape = (m * split[0] * rng.choice([1, 2, 4]), n * split[1] * rng.choice([1, 2]))
         out.append(_tmem_text(m, n, stride, cga, two, shape, elem))
+    for m, n, shape in ((128, 64, (128, 64)), (128, 32, (256, 128)), (64, 64, (128, 64)), (64, 16, (64, 64))):
+        out.append(_tmem_text(m, n, 1, shape=shape, elem="i8", fp4=True))
     for shape in ((128, 4), (128, 8), (256, 16), (64, 4), (32, 4), (128, 32)):
         out.append(f"!ttg.memdesc<{shape[0]}x{shape[1]}xi8, #ttng.tensor_memory_scales_encoding<>, "
                    f"#ttng.tensor_memory, mutable>")
@@ -104,6 +106,8 @@ def test_tmem_bad_parameters():
         (_tmem_text(96, 64, 1), ["blockM must be 64 or 128"]),
         (_tmem_text(128, 1024, 1), ["blockN"]),
         (_tmem_text(128, 64, 3), ["colStride must be 1, 2, or 4"]),
+        (_tmem_text(128, 64, 2, elem="i8", fp4=True), ["fp4Padded", "colStride 1"]),
+        (_tmem_text(128, 64, 1).replace("colStride = 1", "unpacked = true"), ["unpacked", "colStride = 2"]),
         (_tmem_text(128, 64, 2, elem="f32"), ["bitwidth * colStride"]),
         (_tmem_text(128, 64, 1, ((0, 1),), True, (128, 128)), ["twoCTAs", "[1, 0]"]),
         (_tmem_text(128, 64, 1, shape=(64, 64)), ["at least 128x64"]),

@@ -90,7 +90,7 @@ def verify(parsed: Parsed) -> None:
             return
         if len(view) not in (2, 3):
             raise LayoutError(f"{where}: a TMEM memdesc has rank 2 or 3, got {'x'.join(map(str, view))}")
-        stride = attr.params.get("colStride", 2 if attr.params.get("unpacked") is True else 1)
+        stride = attr.params.get("colStride")
         if bits is not None and stride in (1, 2, 4) and bits * stride > 32:   # the attribute is checked first
             raise LayoutError(f"{where}: bitwidth * colStride must be less than or equal to 32. Got {bits} and "
                               f"{stride}")

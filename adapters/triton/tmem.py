@@ -20,7 +20,9 @@ copy of the same element in another warp's quarter; elsewhere a cell whose conte
 ``#ttng.tensor_memory_encoding<blockM = M, blockN = N, colStride = S[, CGALayout = [...]][, twoCTAs = true]>``
     One MMA block of ``blockM`` (64 or 128) rows by ``blockN`` columns per CTA, elements
     ``colStride`` columns apart (1: packed, 2 or 4: one 16-/8-bit element per 32-bit cell;
-    the older ``unpacked = true`` is ``colStride = 2``). With ``blockM = 128`` row ``r`` holds
+    the older ``unpacked = true``, which Triton 3.9 rejects, is refused naming ``colStride = 2``).
+    ``fp4Padded = true`` (Triton 3.9, with colStride 1: an operand A of packed FP4 pairs in
+    bytes, one byte of TMEM per FP4 value) spaces the elements like ``colStride = 2``. With ``blockM = 128`` row ``r`` holds
     tensor row ``r``; with ``blockM = 64`` (one CTA) rows 0-15 of each 32-lane quarter hold the
     block's rows and lanes 16-31 hold the next block (the one below, or to the right when the
     tensor has no more rows), so 64-row blocks interleave in pairs. With ``twoCTAs``
@@ -91,17 +93,16 @@ def tensor_memory_ll(attr: Attr, shape) -> LL:
     check_params(attr, required=("blockM", "blockN"), optional=_TMEM_KEYS)
     block_m = int_param(attr, "blockM")
     block_n = int_param(attr, "blockN")
+    if "unpacked" in attr.params:
+        raise LayoutError(f"{describe(attr)}: unpacked is the old spelling, which Triton 3.9 rejects; write "
+                          f"colStride = 2 (unpacked = true) or colStride = 1 (unpacked = false)")
     if "colStride" in attr.params:
-        if "unpacked" in attr.params:
-            raise LayoutError(f"{describe(attr)}: give colStride or unpacked, not both")
         col_stride = int_param(attr, "colStride")
-    elif "unpacked" in attr.params:
-        col_stride = 2 if bool_param(attr, "unpacked") else 1
     else:
         raise LayoutError(f"{describe(attr)} needs parameter colStride (1 = packed, 2 or 4 = one element per "
                           f"32-bit column)")
     two_ctas = bool_param(attr, "twoCTAs")
-    bool_param(attr, "fp4Padded")
+    fp4_padded = bool_param(attr, "fp4Padded")
     if block_m not in (64, 128):
         raise LayoutError(f"{describe(attr)}: blockM must be 64 or 128 but got {block_m}")
     if not is_pow2(block_n):
@@ -110,6 +111,8 @@ def tensor_memory_ll(attr: Attr, shape) -> LL:
         raise LayoutError(f"{describe(attr)}: blockN must be less than or equal to {TMEM_COLUMNS} but got {block_n}")
     if col_stride not in (1, 2, 4):
         raise LayoutError(f"{describe(attr)}: colStride must be 1, 2, or 4 but got {col_stride}")
+    if fp4_padded and col_stride != 1:
+        raise LayoutError(f"{describe(attr)}: fp4Padded tensor memory layout requires colStride 1 but got {col_stride}")
     cga, split = _cga(attr)
     if two_ctas and (not cga.bases["block"] or cga.bases["block"][0] != [1, 0]):
         raise LayoutError(f"{describe(attr)}: twoCTAs layout requires the first CGALayout block basis to be [1, 0]")
@@ -117,7 +120,9 @@ def tensor_memory_ll(attr: Attr, shape) -> LL:
     spc = _per_cta(shape, split)
     d0, d1 = dim_names(2)
     block_n = min(block_n, spc[1])
-    tile = LL.zeros1d(col_stride, "col", d1)
+    # fp4Padded: each byte-backed element (two FP4 values) takes one byte per FP4 value, i.e. two
+    # columns' worth of stride, as colStride = 2 does (checked against Triton 3.9)
+    tile = LL.zeros1d(col_stride * (2 if fp4_padded else 1), "col", d1)
     if block_m == 64 and not two_ctas:
         tile = tile * _id(16, "row", d0) * _id(block_n, "col", d1)
         rows = [list(v) for v in tile.transpose_outs([d0, d1]).bases["row"]]
