@@ -5,8 +5,9 @@ Both formats carry line tables: ``.file N "dir" "name"`` (or ``.file N "path"``)
 ``.loc N LINE COL`` directives; every instruction after a ``.loc`` belongs to that location.
 Instruction classes (per the PTX ISA and the AMD CDNA3 ISA):
 
-* ``shared``: PTX ``st.shared``/``ld.shared``/``stmatrix``/``ldmatrix`` (not ``cp.async``, which
-  copies global -> shared); AMDGCN ``ds_write*``/``ds_read*``/``ds_store*``/``ds_load*``;
+* ``shared``: PTX ``st.shared``/``ld.shared``/``stmatrix``/``ldmatrix`` and ``cp.async`` (a copy
+  global -> shared: the store side of ``async_copy_global_to_local``); AMDGCN
+  ``ds_write*``/``ds_read*``/``ds_store*``/``ds_load*``;
 * ``shuffle``: PTX ``shfl.sync``; AMDGCN ``ds_bpermute``/``ds_permute``/``ds_swizzle``,
   ``v_permlane*`` and DPP moves (``row_*``/``quad_perm`` modifiers);
 """
@@ -17,7 +18,7 @@ import re
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,?\s*"([^"]*)")?')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
 PTX_CLASSES = {
-    "shared": re.compile(r"^\s*(?:@!?%p\d+\s+)?(st\.shared|ld\.shared|stmatrix|ldmatrix)\b"),
+    "shared": re.compile(r"^\s*(?:@!?%p\d+\s+)?(st\.shared|ld\.shared|stmatrix|ldmatrix|cp\.async\.c[ag]\.shared)\b"),
     "shuffle": re.compile(r"^\s*(?:@!?%p\d+\s+)?shfl\.sync\b"),
 }
 AMDGCN_CLASSES = {

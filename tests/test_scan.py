@@ -29,9 +29,9 @@ from layoutverify.apps.scan.ops import role_of  # noqa: E402
 #: TTGIR ops that use shared memory or shuffles themselves (reductions, scans, ...): a location
 #: holding one of them cannot attribute its instructions to the layout ops alone
 SIDE_OPS = ("tt.reduce", "tt.scan", "tt.histogram", "tt.gather", "tt.atomic_rmw", "tt.atomic_cas",
-            "ttg.async_copy_global_to_local", "ttng.async_tma_copy_global_to_local", "tt.dot", "ttng.warp_group_dot",
+            "ttng.async_tma_copy_global_to_local", "tt.dot", "ttng.warp_group_dot",
             "ttng.tc_gen5_mma", "ttng.tmem_load", "ttng.tmem_store")
-KERNELS = ("matmul", "softmax", "transpose", "reduction", "attention")
+KERNELS = ("matmul", "softmax", "transpose", "reduction", "attention", "matmul_pipelined")
 TARGET_NAMES = {"sm90": "cuda:90", "sm100": "cuda:100", "gfx942": "hip:gfx942"}
 
 
@@ -109,7 +109,7 @@ def test_conversions_agree_with_the_compiled_code(compiled):
       at least the predicted lower bound where a conversion goes through Triton's scratch buffer;
     * never a cheaper mechanism than the one the analysis proves necessary (soundness).
     Locations whose instructions LLVM attributed elsewhere are counted, and must stay few.
-    (Seen on Triton 3.9: 25 locations checked, every store/load count exact, 8 unattributed.)"""
+    (Seen on Triton 3.9: 33 locations checked, every store/load count exact, 8 unattributed.)"""
     from layoutverify.apps.scan.analysis import RANK
     doc = compiled["doc"]
     checked, unattributed, ambiguous, details = 0, 0, 0, []

@@ -253,6 +253,11 @@ def analyze_transfer(tr, module, cache: _Cache, options: ScanOptions) -> dict:
             rec["triton_mechanism"] = "none"
             if src.out_sizes == dst.out_sizes:
                 rec["verdict"] = _verdict(src, dst, cache, options)
+            else:
+                first = _first_buffer(src, dst)
+                if first is not None:
+                    rec["verdict"] = _verdict(first, dst, cache, options)
+                    rec["note"] = "verdict of the view against the first buffer of the multi-buffered source"
         else:
             rec["triton_mechanism"] = "none"
     except LayoutError as e:
@@ -306,6 +311,10 @@ def _banks(rec, reg, mem, bits, cache):
         rec["note"] = "not a register <-> shared-memory pair"
         return
     from layoutverify.core.banks import bank_conflicts
+    if reg.out_sizes != mem.out_sizes:
+        reg = _in_allocation(reg, mem)
+        rec["note"] = ("the tensor is a sub-tile of its allocation (a memdesc_subslice view): banks computed "
+                       "for the sub-tile at the allocation's origin")
     key = ("bank", reg.fingerprint(), mem.fingerprint(), bits)
     rep = cache.results.get(key)
     if rep is None:
@@ -317,6 +326,36 @@ def _banks(rec, reg, mem, bits, cache):
         rec["findings"].append({"code": "bank_conflicts", "severity": FINDINGS["bank_conflicts"],
                                 "message": f"{rep['conflict_ways']}-way bank conflicts: {rep['total_wavefronts']} "
                                            f"wavefronts per warp where {rep['total_ideal']} would do"})
+
+
+def _first_buffer(src, dst):
+    """Buffer 0 of a multi-buffered shared layout ``src`` (shape ``(n, ...) + dst shape``) as a
+    layout of ``dst``'s shape, or None: the offsets ``[0, size of dst)`` of ``src``, which must
+    all hold elements of buffer 0 (leading coordinates 0). Single-block layouts only."""
+    from layoutverify.core.layout import Layout
+    k = len(src.out_sizes) - len(dst.out_sizes)
+    if src.kind != "memory" or k <= 0 or tuple(src.out_sizes[k:]) != tuple(dst.out_sizes):
+        return None
+    if src.in_names != ("offset",) or src.in_size() > MAX_ANALYZED_ELEMENTS:
+        return None
+    n = dst.out_size()
+    table = src.table()[:n]
+    if len(table) < n or table[:, :k].any():
+        return None
+    return Layout.from_table((("offset", n),), dst.out_dims, table[:, k:])
+
+
+def _in_allocation(reg, mem):
+    """``reg`` (a sub-tile, e.g. 64x16 of a 64x32 allocation) as a partial layout over ``mem``'s
+    shape, at the origin: same F2 bases, larger logical dims."""
+    from layoutverify.core.layout import Layout
+    if len(reg.out_sizes) != len(mem.out_sizes) or any(r > m for r, m in zip(reg.out_sizes, mem.out_sizes)):
+        raise LayoutError(f"register tile {list(reg.out_sizes)} does not fit the allocation {list(mem.out_sizes)}")
+    bases = reg.f2_bases()
+    if bases is None:
+        raise LayoutError(f"register tile {list(reg.out_sizes)} of allocation {list(mem.out_sizes)}: "
+                          f"only F2 layouts are placed in a larger allocation")
+    return Layout.from_bases({k: [list(v) for v in vs] for k, vs in bases.items()}, mem.out_sizes)
 
 
 def scan_module(module, options: ScanOptions, cache: _Cache | None = None) -> dict:

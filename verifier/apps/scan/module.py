@@ -9,7 +9,8 @@ parser: layout *attributes* are left as text and handed to the Triton adapter. W
 * module attributes ``ttg.num-warps``, ``ttg.threads-per-warp``, ``ttg.num-ctas``, ``ttg.target``;
 * every op line: its name, the function it is in, its 1-based line, the types of its signature
   (operand types before ``->``, result types after; ``tensor<...>`` and ``!ttg.memdesc<...>``
-  only) and its ``loc(...)``.
+  only; a result printed as a bare ``<...>``, as ``async_copy_global_to_local`` does, is a
+  memdesc) and its ``loc(...)``.
 """
 from __future__ import annotations
 
@@ -123,6 +124,8 @@ def signature_types(body: str) -> tuple[list[str], list[str]]:
     """Operand and result types (tensor / memdesc only) of an op's printed signature."""
     colon = _signature_colon(body)
     sig = body[colon + 1:] if colon >= 0 else ""
+    # ttg.async_copy_global_to_local prints its result memdesc without the type name: -> <64x32xf16, ...>
+    sig = re.sub(r"(->\s*)<", r"\1!ttg.memdesc<", sig)
     found = []
     pos = 0
     while True:
