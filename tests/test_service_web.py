@@ -98,6 +98,15 @@ def test_examples_and_errors(server, browser, tmp_path):
     assert page.inner_text("#verdict") == "equal"
     assert page.inner_text("#mechanism") == "no_op"
     assert page.locator("#grid-a rect.diff").count() == 0
+    # every drawn cell of B against the PTX ISA's m16n8k16 accumulator fragment: thread T holds
+    # c0..c3 at row T/4 (+8 for c2, c3) and column 2*(T%4) + (i%2)
+    titles = page.locator("#grid-b rect title").all_text_contents()
+    assert len(titles) == 16 * 8
+    for t in titles:
+        where, holder = t.split(": ")
+        r, c = map(int, where.strip("()").split(", "))
+        thread, reg = map(int, holder[1:].split(":"))
+        assert (r, c) == (thread // 4 + 8 * (reg // 2), 2 * (thread % 4) + reg % 2), t
     _screenshot(page, "service_web_equal.png", tmp_path)
     # bad input: the form comes back with the CLI's message, the text kept
     page.goto(server.url + "/")
