@@ -27,7 +27,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from service_harness import Postgres, Server, blocked, blocked_pairs, jhttp  # noqa: E402
+from service_harness import Postgres, Server, blocked_pairs, jhttp  # noqa: E402
 
 
 def percentile(xs: list[float], q: float) -> float | None:
