@@ -245,7 +245,12 @@ class Service:
 
     @staticmethod
     def job_json(job: dict) -> dict:
-        out = jsonout.document("job", {"job": job["id"], "job_kind": job["kind"], "status": job["status"],
+        """A job as ``GET /v1/jobs/{id}`` shows it. A running job whose progress has not moved for
+        longer than any claim may take (its server was stopped or killed) is ``interrupted``."""
+        status = job["status"]
+        if status == "running" and time.time() - job["updated"] > deadline_for(rq.MAX_TIMEOUT_MS) + 60:
+            status = "interrupted"
+        out = jsonout.document("job", {"job": job["id"], "job_kind": job["kind"], "status": status,
                                        "done": job["done"], "total": job["total"], "url": f"/v1/jobs/{job['id']}"})
         if job["result"] is not None:
             out.update(job["result"])
