@@ -195,9 +195,10 @@ class Service:
         claims = loaded["claims"]
         if not claims:
             raise rq.RequestError(400, "bad_input", "no claims to check")
-        for i, c in enumerate(claims):
+        for c in claims:
             rq.refuse_file_reference(c["a"], f"claim {c['name']!r}: a")
             rq.refuse_file_reference(c["b"], f"claim {c['name']!r}: b")
+            c["timeout_ms"] = min(int(c.get("timeout_ms") or 20_000), rq.MAX_TIMEOUT_MS)  # the service's limit
         jid = await self.db(self.store.job_create, "check", len(claims))
         task = asyncio.create_task(self._run_check(jid, claims))
         self.tasks.add(task)
