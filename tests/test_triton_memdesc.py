@@ -129,3 +129,11 @@ def test_linear_with_a_key_triton_skips():
     assert "'order'" in lay.name and "ignores" in lay.name
     with pytest.raises(LayoutError, match="block"):
         T.parse("tensor<32xf16, #ttg.linear<{register=[], lane=[[1],[2],[4],[8],[16]], warp=[]}>>")
+
+
+@pytest.mark.skipif(not have_triton(), reason="needs the installed Triton")
+def test_native_of_a_multibuffered_memdesc_agrees_with_parse():
+    """Triton answers for one buffer; native() repeats it per buffer, so `show --native` agrees."""
+    for text in (_md("2x64x16"), _md("3x64x16")):
+        ours, theirs = T.parse(text), T.native(text)
+        assert ours.out_dims == theirs.out_dims and ours.fingerprint() == theirs.fingerprint(), text

@@ -73,6 +73,7 @@ def build_request(text: str, shape=None, **options) -> dict:
     if attr is None:
         raise NativeError("the tensor type has no encoding attribute")
     memdesc = attr.kind in P.SHARED_KINDS
+    buffers = None
     if parsed.container is not None:
         if shape is not None and tuple(shape) != tuple(parsed.shape):
             raise NativeError(f"--shape {_dims(shape)} disagrees with the type's shape {_dims(parsed.shape)}")
@@ -87,6 +88,7 @@ def build_request(text: str, shape=None, **options) -> dict:
             shape = M.layout_shape(parsed)
             rank = M.encoding_rank(attr)
             if rank is not None and rank < len(shape):
+                buffers = [int(b) for b in shape[:len(shape) - rank]]
                 shape = shape[len(shape) - rank:]
     else:
         if shape is None:
@@ -102,8 +104,11 @@ def build_request(text: str, shape=None, **options) -> dict:
             modern = {"prelude": "", "type": _wrap(m_attr, shape, memdesc, elem)}
     except LayoutError:
         modern = None
-    return {"prelude": parsed.prelude, "type": typ, "shape": [int(s) for s in shape], "memdesc": memdesc,
-            "modern": modern}
+    out = {"prelude": parsed.prelude, "type": typ, "shape": [int(s) for s in shape], "memdesc": memdesc,
+           "modern": modern}
+    if buffers:
+        out["buffers"] = buffers
+    return out
 
 
 def _wrap(attr_text: str, shape, memdesc: bool, elem: str | None) -> str:
@@ -261,7 +266,21 @@ def _tail(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _to_layout(msg: dict, shape, version: str, raw: bool):
+def _to_layout(msg: dict, shape, version: str, raw: bool, buffers=None):
+    """The worker's answer as a Layout (or NativeError). ``buffers``: the leading buffer dims of a
+    multi-buffered memdesc; Triton answers for one buffer (its toLinearLayout cannot take the
+    buffer dims), and that answer is repeated per buffer as ``memdesc_index`` addresses them
+    (:mod:`.memdesc`), so it compares with :func:`parse`'s whole-allocation layout."""
+    lay = _to_layout_one(msg, shape, version, raw)
+    if buffers and isinstance(lay, Layout):
+        from . import memdesc as M
+        hw = "col" if "row" in lay.in_names else "offset"
+        lay = M._with_buffers(lay, tuple(buffers), hw, None)
+        lay.name = f"{lay.name} (one buffer from Triton, repeated for {'x'.join(map(str, buffers))} buffers)"
+    return lay
+
+
+def _to_layout_one(msg: dict, shape, version: str, raw: bool):
     if "error" in msg:
         return NativeError(f"installed Triton{' ' + version if version else ''}: {msg['error']}")
     ok = msg["ok"]
@@ -318,7 +337,7 @@ def native_many(cases: Iterable, *, raw: bool = False, printed: bool = False,
     if reqs:
         results, version = _run_batch(reqs, timeout, lenient)
         for k, req, msg in zip(where, reqs, results):
-            out[k] = _to_layout(msg or {"error": "no answer"}, req["shape"], version, raw)
+            out[k] = _to_layout(msg or {"error": "no answer"}, req["shape"], version, raw, req.get("buffers"))
     return out
 
 
