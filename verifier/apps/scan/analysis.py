@@ -10,8 +10,9 @@ For every transfer (see :mod:`.ops`) of every module:
 * ``elements_moved``, ``vector_width``; ``bank_conflicts`` of shared-memory stores and loads
   through the op's own shared layout (:mod:`layoutverify.core.banks`);
 * ``cost``: estimated instructions per thread (see :func:`estimate_cost`) and ``score``, the
-  number the baseline gate compares (shared-memory wavefronts + shuffles + barriers);
-  ``predicted_ns`` stays ``null`` until a GPU cost model is available;
+  number the baseline gate compares (shared-memory wavefronts + shuffles + barriers); for
+  conversions also ``predicted_ns``, the GPU cost model's time (:mod:`layoutverify.core.cost`,
+  H100, one CTA, facts estimated from the two layouts and Triton's mechanism);
 * ``findings``: see :data:`FINDINGS`, each with the op's source location.
 """
 from __future__ import annotations
@@ -241,7 +242,7 @@ def analyze_transfer(tr, module, cache: _Cache, options: ScanOptions) -> dict:
         return rec
     try:
         if tr.role == "convert":
-            _convert(rec, src, dst, bits, cache, options)
+            _convert(rec, src, dst, bits, cache, options, version)
         elif tr.role in ("store", "load"):
             reg, mem = (src, dst) if tr.role == "store" else (dst, src)
             rec["triton_mechanism"] = "shared_store" if tr.role == "store" else "shared_load"
@@ -264,7 +265,23 @@ def analyze_transfer(tr, module, cache: _Cache, options: ScanOptions) -> dict:
         rec["error"] = str(e)
     rec["cost"] = estimate_cost(tr.role, rec.get("triton_mechanism"), src=src, dst=dst, bits=bits,
                                 elements_moved=rec.get("elements_moved") or 0, banks=rec.get("bank_conflicts"))
+    if tr.role == "convert" and rec.get("triton_mechanism"):
+        rec["cost"]["predicted_ns"] = _predicted_ns(src, dst, rec["triton_mechanism"], bits)
+        if rec["cost"]["predicted_ns"] is not None:
+            rec["cost"]["predicted_for"] = "H100, one CTA (layoutverify.core.cost, facts estimated from the layouts)"
     return rec
+
+
+def _predicted_ns(src, dst, mechanism: str, bits: int):
+    """The GPU cost model's time for Triton's mechanism (None where the model does not apply)."""
+    try:
+        from layoutverify.core.cost import estimate_facts, predicted_conversion_ns
+    except ImportError:  # pragma: no cover - the model ships with the core
+        return None
+    try:
+        return round(float(predicted_conversion_ns(estimate_facts(src, dst, mechanism, bits))), 2)
+    except (LayoutError, KeyError, ValueError, ZeroDivisionError):
+        return None
 
 
 def _verdict(a, b, cache, options) -> str:
@@ -277,14 +294,14 @@ def _verdict(a, b, cache, options) -> str:
     return v
 
 
-def _convert(rec, src, dst, bits, cache, options):
+def _convert(rec, src, dst, bits, cache, options, version=None):
     from layoutverify.core.conversion import analyze
     rec["verdict"] = _verdict(src, dst, cache, options)
-    key = ("cvt", src.fingerprint(), dst.fingerprint())
+    key = ("cvt", src.fingerprint(), dst.fingerprint(), version)
     hit = cache.results.get(key)
     if hit is None:
         rep = analyze(src, dst, timeout_ms=options.timeout_ms)
-        choice = triton_choice(src, dst)
+        choice = triton_choice(src, dst, version)
         hit = (rep, choice)
         cache.results[key] = hit
     rep, choice = hit

@@ -35,9 +35,10 @@ def _rank(op) -> int:
 
 
 def _score(op) -> float:
+    """The instruction-count score (the same model for every op, so kernel totals add up; the
+    GPU model's ``predicted_ns`` covers conversions only and is reported, not gated on)."""
     c = op.get("cost") or {}
-    v = c.get("predicted_ns")
-    return float(v if v is not None else c.get("score", 0) or 0)
+    return float(c.get("score", 0) or 0)
 
 
 def kernel_id(k: dict) -> str:

@@ -36,11 +36,16 @@ def _row(op) -> list[str]:
     fnd = ",".join(f["code"] for f in op["findings"]) or ("error" if op.get("error") else "")
     return [op["op"].split(".", 1)[-1], where, src, dst, op.get("verdict") or "-", mech, tri,
             str(op.get("elements_moved") if op.get("elements_moved") is not None else "-"),
-            str(op.get("vector_width") or "-"), bc, f"{op['cost']['score']:g}", fnd]
+            str(op.get("vector_width") or "-"), bc, f"{op['cost']['score']:g}", _ns(op), fnd]
+
+
+def _ns(op) -> str:
+    v = (op.get("cost") or {}).get("predicted_ns")
+    return "-" if v is None else f"{v:.0f}"
 
 
 HEADERS = ["op", "where", "source", "target", "verdict", "cheapest", "triton", "moved", "vec", "banks", "cost",
-           "findings"]
+           "ns", "findings"]
 
 
 def print_table(doc: dict, console=None) -> None:

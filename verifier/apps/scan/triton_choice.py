@@ -1,4 +1,4 @@
-"""The mechanism Triton's lowering uses for ``ttg.convert_layout`` (Triton 3.9 rules).
+"""The mechanism Triton's lowering uses for ``ttg.convert_layout`` (Triton 3.6 - 3.9 rules).
 
 This is the one place of the project's apps that models Triton's choice (the conversion tests
 in ``tests/test_conversion_ptx.py`` hold the same reading and check it against the PTX of 520
@@ -18,10 +18,12 @@ Rules (``minimalCvtLayout``, ``cvtNeedsWarpShuffle``, ``getWarpLayoutConvertDeco
 1. ``block`` then ``warp``: every destination block/warp must read the same source block/warp,
    up to the source's broadcast bits of that dim, else shared memory (another block: distributed
    shared memory). A destination warp bit may select a source lane, never a source register.
-2. ``lane``: identity (and no warp-selected lanes) means register moves only; otherwise warp
-   shuffles when at most one register<->lane exchange remains in each direction (F2 rank of the
-   register part of the lane images, and of the lane part of the register images, at most 1);
-   otherwise shared memory.
+2. ``lane``: identity (and no warp-selected lanes) means register moves only; a warp-selected
+   lane means shared memory before Triton 3.9 (3.9 shuffles it; the lowering helper of
+   ``layoutverify.adapters.triton.lowering`` found this compiling the same pairs with each
+   release); otherwise warp shuffles when at most one register<->lane exchange remains in each
+   direction (F2 rank of the register part of the lane images, and of the lane part of the
+   register images, at most 1); otherwise shared memory.
 
 Answers use the conversion analysis's words: ``no_op`` (identical layouts), ``register_permute``,
 ``intra_warp`` (shuffles), ``intra_cta`` (shared memory), ``cross_cta``; ``None`` when a layout is
@@ -36,6 +38,8 @@ from layoutverify.core.layout import Layout
 
 HW = ("register", "lane", "warp", "block")
 RULES_VERSION = "3.9"
+#: before this release a warp-selected source lane sends the conversion through shared memory
+WARP_SELECTED_LANES_SINCE = "3.9"
 
 
 @dataclass
@@ -44,7 +48,7 @@ class TritonChoice:
     rule: str               # the rule that decided
 
     def to_json(self) -> dict:
-        return {"mechanism": self.mechanism, "rule": self.rule, "rules_of": f"triton {RULES_VERSION}"}
+        return {"mechanism": self.mechanism, "rule": self.rule}
 
 
 def _columns(layout: Layout) -> tuple[list[tuple[str, int]], list[int]] | None:
@@ -107,8 +111,18 @@ def invert_and_compose(src: Layout, dst: Layout) -> dict[str, list[dict[str, int
     return out
 
 
-def triton_choice(src: Layout, dst: Layout) -> TritonChoice:
-    """Triton's mechanism for converting ``src`` to ``dst`` (see the module docstring)."""
+def _before(version: str | None, release: str) -> bool:
+    if not version:
+        return False
+    try:
+        return tuple(int(x) for x in str(version).split(".")[:2]) < tuple(int(x) for x in release.split("."))
+    except ValueError:
+        return False
+
+
+def triton_choice(src: Layout, dst: Layout, triton_version: str | None = None) -> TritonChoice:
+    """Triton's mechanism for converting ``src`` to ``dst`` (see the module docstring);
+    ``triton_version`` (``"3.8"``, ...; default the newest rules) selects the release's rules."""
     if src.kind != "register" or dst.kind != "register":
         return TritonChoice(None, "not a register layout")
     cvt = invert_and_compose(src, dst)
@@ -116,10 +130,10 @@ def triton_choice(src: Layout, dst: Layout) -> TritonChoice:
         if src.f2_bases() is None or dst.f2_bases() is None:
             return TritonChoice(None, "not F2-linear")
         return TritonChoice(None, "source does not hold every element")
-    return decide(cvt, src.f2_bases(), src.in_size("register") == dst.in_size("register"))
+    return decide(cvt, src.f2_bases(), src.in_size("register") == dst.in_size("register"), triton_version)
 
 
-def decide(cvt: dict, src_bases: dict, same_registers: bool = True) -> TritonChoice:
+def decide(cvt: dict, src_bases: dict, same_registers: bool = True, triton_version: str | None = None) -> TritonChoice:
     """The rules of the module docstring applied to an ``invertAndCompose`` map ``cvt`` (dst dim ->
     per bit the source location it reads; ``src_bases``: the source's F2 bases)."""
     sb = src_bases
@@ -142,6 +156,8 @@ def decide(cvt: dict, src_bases: dict, same_registers: bool = True) -> TritonCho
     if lane_identity and not warp_selects_lane:
         ident = all(v["register"] == (1 << i) for i, v in enumerate(regs)) and same_registers
         return TritonChoice("no_op" if ident else "register_permute", "lane identity")
+    if warp_selects_lane and _before(triton_version, WARP_SELECTED_LANES_SINCE):
+        return TritonChoice("intra_cta", f"a warp selects a source lane (shuffled only from Triton {WARP_SELECTED_LANES_SINCE})")
     mixed = max(F2.rank(v["register"] for v in lanes), F2.rank(v["lane"] for v in regs))
     if mixed < 2:
         return TritonChoice("intra_warp", "lane exchange")
