@@ -370,3 +370,11 @@ def test_bad_input(tmp_path, capsys):
     with pytest.raises(Exception, match="unknown tilus native reference"):
         adapter("tilus").native("spatial(2)", reference="bogus:1")
     assert not hasattr(A, "tilus_instruction_layout") and not hasattr(A, "_import")   # no framework code in apps
+
+
+def test_atlas_notes_tilus_flatten(atlas):
+    """The atlas tells a Tilus user that flatten's code and docstring disagree (and how we read it)."""
+    assert any("flatten" in n and "exclusive" in n for n in atlas.notes.get("tilus", []))
+    md = A.markdown(atlas)
+    assert "## Framework notes" in md and "flatten_documented" in md
+    assert 'id="notes"' in A.render_html(atlas)

@@ -38,7 +38,14 @@ from . import oracle as _native_oracle   # noqa: F401  (tilus itself is imported
 # The oracle's conversion helpers live in :mod:`layoutverify.adapters.tilus.oracle` (not ``native``, so that the
 # submodule can never shadow the adapter-interface function ``native`` below).
 
-__all__ = ["parse", "native", "build", "to_tilus_text"]
+__all__ = ["parse", "native", "build", "to_tilus_text", "NOTES"]
+
+#: what a user comparing against Tilus should know (shown by the fragment atlas)
+NOTES = [
+    "flatten(layout, start_dim, end_dim): tilus 0.2.0's code treats end_dim as exclusive (flatten(x) of a "
+    "3-D layout merges dims 0 and 1 only), its docstring says inclusive; tilus:flatten(...) reads as the "
+    "code behaves, tilus:flatten_documented(...) as the docstring says.",
+]
 
 KNOWN_OPTIONS = ("warp_size",)
 

@@ -188,6 +188,7 @@ class Atlas:
     cells: dict                       # (fragment, framework) -> Cell
     spec: dict                        # fragment -> the spec text (side a)
     native: bool = False
+    notes: dict = field(default_factory=dict)   # framework -> what its adapter says users should know
 
     def cell(self, fragment: str, framework: str) -> Cell | None:
         return self.cells.get((fragment, framework))
@@ -219,7 +220,7 @@ class Atlas:
     def to_json(self) -> dict:
         return {"fragments": self.fragments, "frameworks": self.frameworks, "native": self.native,
                 "spec": self.spec, "counts": self.counts(), "ok": self.ok,
-                "cells": [self.cells[k].to_json() for k in sorted(self.cells)]}
+                "cells": [self.cells[k].to_json() for k in sorted(self.cells)], "notes": self.notes}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,7 +260,22 @@ def build(paths=None, *, native: bool = False, jobs: int | None = None, progress
     frameworks = [f for f in COLUMNS if f in seen_fw] + sorted(seen_fw - set(COLUMNS))
     vendor = {"ptx": 0, "amd": 1}
     fragments.sort(key=lambda f: vendor.get(spec[f].split(":", 1)[0], 2))   # NVIDIA rows first (stable)
-    return Atlas(fragments, frameworks, cells, spec, native)
+    return Atlas(fragments, frameworks, cells, spec, native, _framework_notes(frameworks))
+
+
+def _framework_notes(frameworks) -> dict:
+    """Each adapter's ``NOTES``: where the framework's code and its documentation disagree, and
+    which one the adapter reads (e.g. Tilus's ``flatten``)."""
+    from layoutverify.adapters import adapter
+    out = {}
+    for fw in frameworks:
+        try:
+            notes = list(getattr(adapter(fw), "NOTES", ()))
+        except (LayoutError, ImportError):
+            continue
+        if notes:
+            out[fw] = notes
+    return out
 
 
 def _isa_spec(fragment: str) -> str:
@@ -502,6 +518,10 @@ def markdown(atlas: Atlas) -> str:
                               if e.native is not None and e.native.status == "unavailable"})
         for fw, msg in unavailable:
             lines.append(f"- {fw}: native checking unavailable: {_md(msg)}")
+    if atlas.notes:
+        lines += ["", "## Framework notes", ""]
+        for fw, notes in atlas.notes.items():
+            lines += [f"- **{fw}**: {_md(n)}" for n in notes]
     ix = [c for c in atlas.cells.values() if c.inexpressible is not None]
     lines += ["", f"## Not expressible ({len(ix)} cells)", ""]
     notes: dict = {}
@@ -578,7 +598,13 @@ def render_html(atlas: Atlas) -> str:
     out.append(f'<h2>Not expressible ({len(ix)} cells)</h2><ul id="inexpressible">')
     for c in ix:
         out.append(f"<li><b>{esc(c.fragment)} / {esc(c.framework)}</b>: {esc(c.inexpressible or '')}</li>")
-    out.append("</ul></body></html>")
+    out.append("</ul>")
+    if atlas.notes:
+        out.append('<h2>Framework notes</h2><ul id="notes">')
+        for fw, notes in atlas.notes.items():
+            out += [f"<li><b>{esc(fw)}</b>: {esc(n)}</li>" for n in notes]
+        out.append("</ul>")
+    out.append("</body></html>")
     return "\n".join(out) + "\n"
 
 
