@@ -29,6 +29,7 @@ BAD = [
     ("(0,4):(1,1)", LayoutError, "sizes must be positive"),
     ("(2,-4):(1,2)", ParseError, "sizes must be positive"),      # negative strides are fine, shapes not
     ("(2,4):(1,-2)", UnsupportedError, "negative strides"),
+    ("(4,2):(--1,2)", ParseError, "one sign per integer"),
     ("()", ParseError, "empty tuple"),
     ("", ParseError, "empty"),
     (DEEP, ParseError, "nesting deeper than"),

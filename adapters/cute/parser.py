@@ -210,9 +210,11 @@ class Parser:
         if t.kind == "INT":
             self.next()
             return Num(t.col, t.value, t.text.startswith("_"))
-        if t.kind == "-":                     # a negative stride: 4:-1, (4,2):(_-1,_4)
+        if t.kind == "-":                     # a negative stride written '- 1' (the tokenizer reads '-1' whole)
             self.next()
             n = self.expect("INT", "an integer after '-'")
+            if "-" in n.text:
+                raise ParseError("one sign per integer", self.text, n.col, n.text)
             return Num(t.col, -n.value, n.text.startswith("_"))
         if t.kind == "US":
             self.next()
@@ -296,6 +298,8 @@ class Parser:
         if t.kind == "-":
             self.next()
             n = self.expect("INT", "an integer after '-'")
+            if "-" in n.text:
+                raise ParseError("one sign per integer", self.text, n.col, n.text)
             return Num(t.col, -n.value)
         if t.kind == "INT":
             self.next()
