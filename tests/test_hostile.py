@@ -1130,3 +1130,107 @@ def test_generated_corpus_structure(tmp_path):
         assert_clean(rc, err, argv)
 
     check()
+
+
+# ------------------------------------------------------------------------------------------------
+# Generated from each adapter's grammar: well-formed texts with odd numbers (zero, non-powers of
+# two, huge) in every position, nested a few levels: they reach the algebra, not just the parser
+SIZES = st.one_of(st.integers(0, 9), st.sampled_from([12, 16, 32, 64, 96, 1024, 65536, 2 ** 31, 2 ** 40, 10 ** 20]))
+
+
+def _int_tuple(elem):
+    return st.recursive(elem.map(str), lambda c: st.lists(c, min_size=1, max_size=3).map(
+        lambda xs: "(" + ",".join(xs) + ")"), max_leaves=6)
+
+
+CUTE_LAYOUT = st.one_of(_int_tuple(SIZES), st.tuples(_int_tuple(SIZES), _int_tuple(st.one_of(SIZES, st.integers(-4, -1))))
+                        .map(lambda p: f"{p[0]}:{p[1]}"))
+CUTE_SWIZZLE = st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(-9, 9)).map(lambda t: "Sw<%d,%d,%d>" % t)
+CUTE_UNARY = ["coalesce", "right_inverse", "left_inverse", "filter", "complement", "flatten"]
+CUTE_BINARY = ["composition", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product",
+               "blocked_product", "raked_product", "zipped_product", "tiled_product", "flat_product", "complement",
+               "make_layout", "tile_to_shape"]
+
+
+@st.composite
+def cute_text(draw, depth=0):
+    k = draw(st.integers(0, 4 if depth < 2 else 0))
+    if k == 0:
+        return draw(CUTE_LAYOUT)
+    if k == 1:
+        return f"{draw(st.sampled_from(CUTE_UNARY))}({draw(cute_text(depth + 1))})"
+    if k == 2:
+        return f"{draw(CUTE_SWIZZLE)} o {draw(CUTE_LAYOUT)}"
+    if k == 3:
+        return f"{draw(st.sampled_from(['upcast', 'downcast']))}<{draw(SIZES)}>({draw(cute_text(depth + 1))})"
+    return f"{draw(st.sampled_from(CUTE_BINARY))}({draw(cute_text(depth + 1))}, {draw(cute_text(depth + 1))})"
+
+
+@st.composite
+def tilus_text(draw):
+    verbs = draw(st.lists(st.sampled_from(["local", "spatial", "column_local", "column_spatial"]), min_size=1, max_size=4))
+    rank = draw(st.integers(1, 3))
+    return ".".join(f"{v}({', '.join(str(draw(SIZES)) for _ in range(rank))})" for v in verbs)
+
+
+@st.composite
+def iree_text(draw):
+    rank = draw(st.integers(1, 3))
+    fields = ["subgroup_tile", "batch_tile", "outer_tile", "thread_tile", "element_tile", "subgroup_strides",
+              "thread_strides"]
+    body = ", ".join(f"{f} = [{', '.join(str(draw(SIZES)) for _ in range(rank))}]" for f in fields)
+    return f"#iree_vector_ext.nested_layout<{body}>"
+
+
+@st.composite
+def ptx_text(draw):
+    head = draw(st.sampled_from(["mma", "mma.sync.aligned", "wgmma", "ldmatrix", "stmatrix", "mma.sp"]))
+    shape = f"m{draw(SIZES)}n{draw(SIZES)}k{draw(SIZES)}"
+    rest = draw(st.lists(st.sampled_from(["row", "col", "f16", "f32", "bf16", "s8", "u4", "tf32", "f64", "x1", "x2",
+                                          "x4", "trans", "b16", "A", "B", "C", "D"]), max_size=4))
+    return ".".join([head, shape] + rest)
+
+
+@st.composite
+def amd_text(draw):
+    arch = draw(st.sampled_from(["", "cdna1.", "cdna3.", "rdna3.", "rdna4.", "gfx942.", "gfx1100."]))
+    kind = draw(st.sampled_from(["v_mfma", "v_wmma", "v_smfmac", "v_swmmac"]))
+    ty = draw(st.sampled_from(["f32", "f16", "i32", "f64", "bf16"]))
+    src = draw(st.sampled_from(["f16", "bf16", "i8", "f64", "fp8_fp8", "4b_f16"]))
+    return f"{arch}{kind}_{ty}_{draw(SIZES)}x{draw(SIZES)}x{draw(SIZES)}_{src}.{draw(st.sampled_from('ABCD'))}"
+
+
+TRITON_VALUES = st.recursive(
+    st.one_of(SIZES.map(str), st.integers(-4, -1).map(str),
+              st.sampled_from(["true", "false", '"x"', "#ttg.blocked<{}>", "[]", "unit"])),
+    lambda c: st.lists(c, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]"), max_leaves=8)
+_TRITON_PARAM = re.compile(r"\w+ = ((?:\[[^=]*?\]+)|[^,{}<>=\[]+)(?=\s*[,}>])")
+
+
+@st.composite
+def triton_text(draw):
+    text, shape = draw(st.sampled_from(SEEDS["triton"]))
+    for _ in range(draw(st.integers(1, 2))):
+        params = [m.span(1) for m in _TRITON_PARAM.finditer(text)]
+        if params:
+            a, b = draw(st.sampled_from(params))
+            text = text[:a] + draw(TRITON_VALUES) + text[b:]
+    return text, draw(st.sampled_from([shape, "64x64", "1", "2x2x2", "4096x4096", None]))
+
+
+GRAMMARS = {"cute": cute_text().map(lambda t: (t, None)), "tilus": tilus_text().map(lambda t: (t, None)),
+            "iree": iree_text().map(lambda t: (t, None)), "ptx": ptx_text().map(lambda t: (t, None)),
+            "amd": amd_text().map(lambda t: (t, None)), "triton": triton_text()}
+
+
+@pytest.mark.parametrize("fw", sorted(GRAMMARS))
+def test_generated_from_grammar(fw):
+    @FUZZ
+    @given(case=GRAMMARS[fw])
+    def check(case):
+        text, shape = case
+        argv = show(fw, text, shape)
+        rc, out, err = run_in_process(argv)
+        assert_clean(rc, err, argv)
+
+    check()
