@@ -334,6 +334,10 @@ def test_token_busy_crash_and_hang():
         assert sorted(r[0] for r in results) == [504, 504], results  # stopped at their deadline, worker replaced
 
         pids = jhttp("GET", server.url + "/healthz")[1]["worker_pids"]
+        # a job that wants more memory than the worker's cap (--worker-memory) fails alone
+        status, got = jhttp("POST", server.url + "/v1/_fault/hog", headers=auth)
+        assert status == 400 and got["error"]["code"] == "too_large"
+        assert jhttp("GET", server.url + "/healthz")[1]["worker_pids"] == pids
         status, got = jhttp("POST", server.url + "/v1/_fault/crash", headers=auth)
         assert status == 500 and got["error"]["code"] == "worker_crashed"
         assert jhttp("GET", server.url + "/healthz")[1]["worker_pids"] != pids

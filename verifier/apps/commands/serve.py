@@ -29,6 +29,8 @@ def register(sub) -> None:
                    help="worker processes that run proofs (default: the number of CPUs, at most 8)")
     p.add_argument("--queue", type=positive_int, default=64,
                    help="requests that may wait for a worker; beyond that the answer is 503 (default 64)")
+    p.add_argument("--worker-memory", type=positive_int, default=4096, metavar="MIB",
+                   help="address-space limit of each worker process in MiB (default 4096)")
     p.add_argument("--token-file", metavar="FILE", default=None,
                    help="file holding a bearer token that POST requests must present")
     p.set_defaults(func=run)
@@ -53,7 +55,7 @@ def run(args) -> int:
     from layoutverify.apps.service.workers import FAULTS_ENV
     workers = args.workers or min(8, os.cpu_count() or 1)
     config = Config(db=args.db, workers=workers, queue=args.queue, token=token, host=args.host,
-                    faults=os.environ.get(FAULTS_ENV) == "1")
+                    faults=os.environ.get(FAULTS_ENV) == "1", worker_memory_mb=args.worker_memory)
     from layoutverify.apps.service.store import Store
     Store(args.db).close()  # a store that cannot be opened is bad input, before the server starts
     app = create_app(config)

@@ -50,6 +50,7 @@ class Config:
     faults: bool = False             # accept the test-only fault jobs (see workers.FAULTS_ENV)
     max_body: int = rq.MAX_BODY
     check_wait_s: float = 2.0        # how long POST /v1/check waits before answering with a job id
+    worker_memory_mb: int = 4096     # address-space cap of each worker process (0: none)
 
 
 @dataclass
@@ -69,7 +70,8 @@ class Service:
         tool_version()  # fixed now, for the server and every worker it starts
         self.store = Store(self.config.db)
         self.pool = Pool(self.config.workers, self.config.queue, self.store.url or self.store.where,
-                         faults=self.config.faults, on_event=self._pool_event)
+                         faults=self.config.faults, on_event=self._pool_event,
+                         memory_bytes=(self.config.worker_memory_mb << 20) or None)
         await self.pool.start()
 
     def _pool_event(self, name: str) -> None:
@@ -460,7 +462,7 @@ def create_app(config: Config | None = None) -> FastAPI:
     if config.faults:  # test-only (workers.FAULTS_ENV): a job that kills its worker, or one that never ends
         @app.post("/v1/_fault/{name}", include_in_schema=False)
         async def fault(name: str, seconds: float = 3.0):
-            if name not in ("crash", "hang"):
+            if name not in ("crash", "hang", "hog"):
                 raise rq.RequestError(404, "not_found", f"no fault {name!r}")
             try:
                 await service.run_job("_" + name, {}, seconds)

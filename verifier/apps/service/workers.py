@@ -30,8 +30,8 @@ from pathlib import Path
 from layoutverify.core.errors import LayoutError
 
 #: Set to 1 in the environment of ``layoutverify serve`` to accept the test-only jobs ``_crash``
-#: (the worker exits at once, as a native crash would) and ``_hang`` (it sleeps): the tests use
-#: them to show that neither reaches the server.
+#: (the worker exits at once, as a native crash would), ``_hang`` (it sleeps) and ``_hog`` (it
+#: asks for more memory than its cap): the tests use them to show that none reaches the server.
 FAULTS_ENV = "LAYOUTVERIFY_SERVICE_FAULTS"
 
 
@@ -86,10 +86,16 @@ def tool_version() -> str:
 
 
 # -- the worker process -------------------------------------------------------------------------
-def _worker_main(conn, store_url: str | None, faults: bool, version: str) -> None:
+def _worker_main(conn, store_url: str | None, faults: bool, version: str, memory_bytes: int | None = None) -> None:
     """Loop: receive a job, answer ``("ok", dict)``, ``("bad", error object)`` or ``("bug", line)``."""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops the workers
+    if memory_bytes:  # address-space cap: a runaway job fails (MemoryError) or dies, the host does not swap
+        try:
+            import resource
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        except (ImportError, ValueError, OSError):
+            pass
     from layoutverify.apps import api
     global _TOOL_VERSION
     _TOOL_VERSION = version  # the server's: store keys must agree even if the sources change meanwhile
@@ -109,6 +115,8 @@ def _worker_main(conn, store_url: str | None, faults: bool, version: str) -> Non
                 os._exit(99)
             if faults and job.get("kind") == "_hang":
                 time.sleep(3600)
+            if faults and job.get("kind") == "_hog":  # more memory than the worker may have
+                bytearray(2 * (memory_bytes or 1 << 40))
             out = ("ok", handle(job, store))
         except LayoutError as e:
             out = ("bad", api.error_object(e))
@@ -138,8 +146,8 @@ def handle(job: dict, store=None) -> dict:
 class _Worker:
     """One worker process and the pipe to it; used by one thread at a time."""
 
-    def __init__(self, ctx, store_url, faults):
-        self.ctx, self.store_url, self.faults = ctx, store_url, faults
+    def __init__(self, ctx, store_url, faults, memory_bytes=None):
+        self.ctx, self.store_url, self.faults, self.memory_bytes = ctx, store_url, faults, memory_bytes
         self.proc = None
         self.conn = None
         self.start()
@@ -147,7 +155,7 @@ class _Worker:
     def start(self) -> None:
         parent, child = self.ctx.Pipe()
         self.proc = self.ctx.Process(target=_worker_main, name="layoutverify-worker", daemon=True,
-                                     args=(child, self.store_url, self.faults, tool_version()))
+                                     args=(child, self.store_url, self.faults, tool_version(), self.memory_bytes))
         self.proc.start()
         child.close()
         self.conn = parent
@@ -183,11 +191,12 @@ class Pool:
     """``size`` worker processes and a queue of at most ``queue`` waiting jobs."""
 
     def __init__(self, size: int, queue: int, store_url: str | None, *, faults: bool = False,
-                 on_event=None):
+                 on_event=None, memory_bytes: int | None = None):
         self.size = size
         self.queue = queue
         self.store_url = store_url
         self.faults = faults
+        self.memory_bytes = memory_bytes
         self.on_event = on_event or (lambda name: None)
         self.pending = 0
         self.running = 0
@@ -200,7 +209,7 @@ class Pool:
         ctx = multiprocessing.get_context("spawn")
         loop = asyncio.get_running_loop()
         self._workers = await asyncio.gather(*[
-            loop.run_in_executor(self._threads, _Worker, ctx, self.store_url, self.faults)
+            loop.run_in_executor(self._threads, _Worker, ctx, self.store_url, self.faults, self.memory_bytes)
             for _ in range(self.size)])
         self._idle = asyncio.Queue()
         for w in self._workers:
