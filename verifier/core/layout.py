@@ -308,7 +308,18 @@ class Layout:
         if declared is not None and self.in_size() <= MAX_TABLE_LOCATIONS:
             t = _table_from_bases(self.in_dims, declared, len(self.out_dims))
         else:
-            t = self.apply(self.hardware_indices())
+            n = self.in_size()
+            if n > MAX_TABLE_LOCATIONS:
+                raise SizeLimitError(f"hardware domain of {n} locations exceeds the table limit {MAX_TABLE_LOCATIONS}")
+            # the vectorised flat table (int32, chunked; digit-linear maps by broadcasting), then
+            # the row-major flat index split into coordinates
+            from layoutverify.core.table import flat_grid
+            flat = flat_grid(self, self.in_names, dict(self.in_dims)).astype(np.int64)
+            t = np.empty((n, len(self.out_dims)), dtype=np.int64)
+            for d in reversed(range(len(self.out_dims))):
+                s = self.out_sizes[d]
+                t[:, d] = flat % s
+                flat //= s
         t.setflags(write=False)
         return t
 
