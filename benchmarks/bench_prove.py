@@ -1,9 +1,11 @@
 """Benchmark of ``compare``: proofs per second and latency percentiles.
 
 A fixed seeded corpus of pairs (default 10,000), F2 and non-F2, equal and near-miss, is proved
-with ``method="auto"`` (F2 when both layouts are F2-linear, else z3) and, in the same process,
-with two baselines: the brute-force table comparison (``method="table"``) and z3 alone without
-the F2 path (``method="z3"``; by default on every ``--z3-every``-th pair, since it is slow).
+with ``method="auto"`` (F2, mixed radix, vectorised table, z3: see layoutverify.core.compare)
+and, in the same process, with two baselines: the table comparison (``method="table"``, now
+vectorised) and z3 alone (``method="z3"``; by default on every ``--z3-every``-th pair, since it
+is slow). The mixed-radix generators come from layoutverify.core.random_layouts, shared with
+the tests.
 
 Every pair is rebuilt from its recipe before each timed run, so no strategy profits from data
 another strategy cached on the layout objects; layout construction (the adapter's job) is not
