@@ -28,7 +28,7 @@ def test_sweep_is_large_enough():
     ops = {c.op for c in CASES}
     assert len(CASES) >= 500
     assert {"layout", "coalesce", "right_inverse", "left_inverse", "make_layout", "make_swizzle",
-            "right_inverse_swizzled", "left_inverse_swizzled"} <= ops
+            "right_inverse_swizzled", "left_inverse_swizzled", "composition"} <= ops
     texts = " ".join(c.text for c in CASES)
     assert ":_-" in texts or ",_-" in texts or "(_-" in texts       # static negative strides
     assert any(ch.isdigit() for ch in texts.replace("_", " "))          # dynamic integers

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from layoutverify.core.errors import LayoutError, UnsupportedError
 
-from .layout import (UNDERSCORE, CuteLayout, IntTuple, Underscore, ceil_div, compact_left, compact_right,
+from .layout import (UNDERSCORE, CuteLayout, Dyn, IntTuple, Underscore, ceil_div, compact_left, compact_right,
                      fmt, is_int, is_static, is_tuple, leaves, make_layout, mul, product, product_each, unwrap,
                      wrap)
 from .swizzle import ComposedLayout, Swizzle, make_swizzle
@@ -179,38 +179,51 @@ def filter_layout(layout: CuteLayout, profile: IntTuple | None = None) -> CuteLa
 # ---------------------------------------------------------------------------------------------
 # composition
 # ---------------------------------------------------------------------------------------------
+def _ceil_div_int(a: int, b: int) -> int:
+    return _typed_int(-(-int(a) // int(b)), a, b)
+
+
+def _typed_int(v: int, *operands) -> int:
+    """``v`` as CuTe types the result of an operation on ``operands``: dynamic if any is."""
+    return Dyn(v) if not all(is_static(o) for o in operands) else int(v)
+
+
 def _composition_impl(ls: IntTuple, ld: IntTuple, rs: IntTuple, rd: IntTuple) -> CuteLayout:
+    """C++ ``detail::composition_impl``, with its static/dynamic branches: shortcuts and skips only
+    for static values (a static stride 0, a static 1), divisibility checked only when static."""
     if is_tuple(rs):                                   # right-distributivity over the rhs modes
         return make_layout(*[_composition_impl(ls, ld, s, d) for s, d in zip(rs, rd)])
-    if rd == 0:
-        return CuteLayout(rs, 0)
+    if rd == 0 and is_static(rd):
+        return CuteLayout(rs, rd)
     if not is_tuple(ls):
-        return CuteLayout(rs, rd * ld)
+        return CuteLayout(rs, mul(rd, ld))
     result_shape: list[int] = []
     result_stride: list[int] = []
     rest_shape, rest_stride = rs, rd
     for cs, cd in zip(ls[:-1], ld[:-1]):
-        if not (rest_stride % cs == 0 or rest_stride < cs):
+        astride = _typed_int(abs(int(rest_stride)), rest_stride)
+        if is_static(cs) and is_static(rest_stride) and not (astride % cs == 0 or astride < cs):
             raise LayoutError(f"composition: stride divisibility condition fails (stride {rest_stride} "
                               f"vs mode size {cs} of the coalesced left layout {fmt(ls)}:{fmt(ld)})")
-        next_shape = ceil_div(cs, rest_stride)
-        next_stride = ceil_div(rest_stride, cs)
-        if next_shape == 1 or rest_shape == 1:
+        next_shape = _ceil_div_int(cs, astride)
+        sign = _typed_int((int(rest_stride) > 0) - (int(rest_stride) < 0), rest_stride)
+        next_stride = mul(_ceil_div_int(astride, cs), sign)
+        if _static_one(next_shape) or _static_one(rest_shape):
             rest_stride = next_stride
             continue
-        new_shape = min(next_shape, rest_shape)
-        if rest_shape % new_shape != 0:
+        new_shape = _typed_int(min(int(next_shape), int(rest_shape)), next_shape, rest_shape)
+        if is_static(new_shape) and is_static(rest_shape) and rest_shape % new_shape != 0:
             raise LayoutError(f"composition: shape divisibility condition fails ({rest_shape} is not a "
                               f"multiple of {new_shape}; left layout {fmt(ls)}:{fmt(ld)})")
         result_shape.append(new_shape)
-        result_stride.append(rest_stride * cd)
-        rest_shape //= new_shape
+        result_stride.append(mul(rest_stride, cd))
+        rest_shape = _typed_int(int(rest_shape) // int(new_shape), rest_shape, new_shape)
         rest_stride = next_stride
     if not result_shape:
-        return CuteLayout(rest_shape, rest_stride * ld[-1])
-    if rest_shape == 1:
+        return CuteLayout(rest_shape, mul(rest_stride, ld[-1]))
+    if _static_one(rest_shape):
         return CuteLayout(unwrap(tuple(result_shape)), unwrap(tuple(result_stride)))
-    return CuteLayout(tuple(result_shape) + (rest_shape,), tuple(result_stride) + (rest_stride * ld[-1],))
+    return CuteLayout(tuple(result_shape) + (rest_shape,), tuple(result_stride) + (mul(rest_stride, ld[-1]),))
 
 
 def composition(lhs, rhs):

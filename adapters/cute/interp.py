@@ -51,7 +51,7 @@ class SmemFlag:
 
 #: functions that follow CuTe C++'s static/dynamic integer rules (see :mod:`.layout`); the others
 #: refuse dynamic integers rather than give C++'s static answer for a dynamic input
-DYNAMIC_OPS = {"coalesce", "right_inverse", "left_inverse", "make_layout", "compact_col_major",
+DYNAMIC_OPS = {"coalesce", "composition", "right_inverse", "left_inverse", "make_layout", "compact_col_major",
                "compact_row_major", "get", "layout"}
 
 _STATIC_LITERAL = re.compile(r"(?<![A-Za-z0-9_])_-?[0-9]")

@@ -12,8 +12,10 @@ A :class:`CuteLayout` maps a coordinate to an offset. Its *1-D coordinate* (CuTe
 prints ``_8``; a :class:`Dyn` is a *dynamic* (run-time) one, as CuTe prints ``8``. CuTe C++ runs some
 algorithms differently for dynamic integers, and so do the functions here that take them:
 ``coalesce`` merges or drops a mode only when it can decide at compile time (static shapes and
-strides), ``right_inverse`` ignores dynamic strides, ``left_inverse`` requires static strides, and
-``compact_*`` give a size-1 mode stride 0 only when the 1 is static. Arithmetic keeps CuTe's types:
+strides), ``composition`` takes its shortcuts (a stride-0 or size-1 mode) and checks divisibility
+only for static values (so dynamic ones keep size-1 modes C++ keeps), ``right_inverse`` ignores
+dynamic strides, ``left_inverse`` requires static strides, and ``compact_*`` give a size-1 mode
+stride 0 only when the 1 is static. Arithmetic keeps CuTe's types:
 static op static is static, anything with a dynamic operand is dynamic, except a static ``0``
 times anything (``_0``). Other algebra refuses dynamic integers (:class:`UnsupportedError`)
 rather than guess (see :data:`DYNAMIC_OPS` in the interpreter). :func:`fmt` prints plain integers,

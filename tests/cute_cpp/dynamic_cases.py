@@ -142,6 +142,22 @@ def dynamic_cases(seed: int = 20261125) -> list[Case]:
         sh, st = gst.layout(compact=True)
         add("make_swizzle", f"make_swizzle<{y},{z}>() o _0 o {layout_text(sh, st)}",
             f"composition(make_swizzle<{y},{z}>(), {layout_cpp(sh, st)})")
+    # 8. composition(A, B) with static and dynamic integers (and negative strides in A): B's strides
+    #    are drawn from A's size so that the divisibility conditions can hold; draws CuTe rejects
+    #    statically (its divisibility static_asserts) are skipped, as we reject them too
+    gc = Gen(seed + 7, p_dynamic=0.35, p_negative=0.2)
+    tries = 0
+    while sum(c.op == "composition" for c in out) < 90 and tries < 2000:
+        tries += 1
+        ash, ast = gc.layout(compact=True)
+        size = 1
+        for v in _leaves(ash):
+            size *= v.value
+        bsh, bst = _sub_layout(gc, size)
+        text = f"composition({layout_text(ash, ast)}, {layout_text(bsh, bst)})"
+        if not _we_accept(text):
+            continue
+        add("composition", text, f"composition({layout_cpp(ash, ast)}, {layout_cpp(bsh, bst)})")
     # 7. right/left inverse of swizzled layouts: CuTe composes inverse(L) with the swizzle and
     #    rebuilds the swizzle from the masks' images; where those are not one swizzle's fields,
     #    CuTe's make_swizzle static_asserts (the program would not compile), so such draws are
@@ -184,3 +200,45 @@ def _redraw_dynamic(shape, rng):
     if isinstance(shape, Int):
         return Int(shape.value, rng.random() < 0.6)
     return tuple(_redraw_dynamic(s, rng) for s in shape)
+
+
+def _leaves(t):
+    return [t] if isinstance(t, Int) else [x for e in t for x in _leaves(e)]
+
+
+def _sub_layout(gen: Gen, size: int):
+    """A layout whose image lies in [0, size): a product of divisors of ``size`` with strides
+    that are partial products (so composition's divisibility conditions usually hold)."""
+    rng = gen.rng
+    factors, rest = [], size
+    for _ in range(rng.randint(1, 3)):
+        divs = [d for d in (2, 3, 4) if rest % d == 0]
+        if not divs:
+            break
+        d = rng.choice(divs)
+        factors.append(d)
+        rest //= d
+    if not factors:
+        factors = [size]
+    strides, cur = [], 1
+    order = list(range(len(factors)))
+    rng.shuffle(order)
+    st = [0] * len(factors)
+    for i in order:
+        st[i] = cur
+        cur *= factors[i]
+    if rng.random() < 0.3 and rest > 1:          # spread: scale every stride by what is left
+        st = [d * rest for d in st]
+    shape = tuple(gen.int_(f) for f in factors)
+    stride = tuple(gen.int_(d) for d in st)
+    return (shape[0], stride[0]) if len(shape) == 1 else (shape, stride)
+
+
+def _we_accept(text: str) -> bool:
+    from layoutverify.adapters.cute.interp import evaluate_text
+    from layoutverify.core.errors import LayoutError
+    try:
+        evaluate_text(text, dynamic=True)
+    except LayoutError:
+        return False
+    return True
