@@ -293,6 +293,8 @@ TEXT_CASES = [
     ("cute", "make_layout((65536,65536,65536), LayoutRight)", None, None),
     ("cute", "make_layout((4,8), LayoutNope)", None, None),
     ("cute", "complement((4,8):(8,1), " + BIG + ")", None, None),
+    ("cute", "complement(filter(16), (0))", None, "cotarget"),          # once a ZeroDivisionError
+    ("cute", "complement(4:2, (4,0))", None, "cotarget"),
     ("cute", "right_inverse((4,8):(0,1))", None, None),
     ("cute", "SM80_16x8x16_F32F16F16F32_TN.Z", None, None),
     ("cute", "SM80_16x8x16_F32F16F16F32_TN." + "A." * 100, None, None),

@@ -292,6 +292,8 @@ def complement(layout, cotarget: IntTuple | None = None) -> CuteLayout:
     f = filter_layout(layout)
     if cotarget is None:
         cotarget = f.cosize()
+    elif not all(is_int(c) and c >= 1 for c in leaves(cotarget)):
+        raise LayoutError(f"the cotarget {fmt_tiler(cotarget)} of complement must be positive integers")
     return _complement(f.shape, f.stride, cotarget)
 
 
