@@ -121,7 +121,7 @@ def check_options(framework: str, options: dict) -> None:
 PARSE_CACHE_SIZE = 4096
 #: Layouts with more hardware locations than this are not cached (their parse is cheap next
 #: to proving anything about them, and they may carry large derived tables).
-PARSE_CACHE_MAX_LOCATIONS = 1 << 16
+PARSE_CACHE_MAX_LOCATIONS = 1 << 20
 _PARSE_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
 _CACHE_STATS = {"hits": 0, "misses": 0}
 _CACHE_LOCK = threading.Lock()
