@@ -298,14 +298,16 @@ def load_file(path: str | Path) -> Corpus:
 
 
 def corpus_files(paths) -> list[Path]:
-    """Expand directories to their ``*.toml`` files (sorted); keep files as given."""
+    """Expand directories to their ``*.toml`` files (sorted; ``*_suite.toml`` measurement suites
+    left out); keep files as given."""
     files: list[Path] = []
     for p in paths:
         if not str(p).strip():
             raise LayoutError("empty corpus path")
         p = Path(p)
         if p.is_dir():
-            files.extend(sorted(p.rglob("*.toml")))
+            # *_suite.toml files are measurement suites (apps/measure), not claims
+            files.extend(sorted(f for f in p.rglob("*.toml") if not f.name.endswith("_suite.toml")))
         elif p.exists():
             files.append(p)
         else:

@@ -5,7 +5,10 @@ With two layouts: the cheapest mechanism that suffices (``no_op``, ``register_pe
 elements moved between threads, the common vector width and, with ``--shared``, the bank
 conflicts of storing A and loading B through that shared layout. With one layout (or
 ``--properties``): coverage, replication per hardware dim, F2-linearity, and for memory layouts
-the bank conflicts of plain warp accesses. Exit status 0 on success, 2 on bad input.
+the bank conflicts of plain warp accesses. For NVIDIA, also the mechanism the installed (or
+``--triton-version``) Triton emits, the cost model's prediction, and a missed optimisation where
+Triton's mechanism is costlier than the cheapest sufficient one, with the estimated saving.
+Exit status 0 on success, 2 on bad input.
 """
 from __future__ import annotations
 
@@ -60,10 +63,16 @@ def run(args) -> int:
                            ([("shared", shared)] if shared is not None else []))
     from layoutverify.core.conversion import analyze
     rep = analyze(a, b, shared=shared, element_bits=args.element_bits, timeout_ms=args.timeout_ms, arch=args.arch)
+    from layoutverify.apps.measure.emitted import lowering_report, render_lowering
+    lowered = lowering_report(a, b, rep.mechanism, triton_version=getattr(args, "triton_version", None),
+                              element_bits=args.element_bits) if args.arch == "nvidia" else None
     if args.json:
-        jsonout.emit("conversion", {"a": args.a, "b": args.b, **rep.to_json()})
+        extra = {"triton_lowering": lowered} if lowered is not None else {}
+        jsonout.emit("conversion", {"a": args.a, "b": args.b, **rep.to_json(), **extra})
     else:
         print(rep.render())
+        if lowered is not None:
+            print(render_lowering(lowered))
     return 0
 
 

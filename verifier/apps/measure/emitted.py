@@ -16,6 +16,8 @@ from .suite import lowering
 
 def lowering_report(a, b, cheapest: str, *, triton_version=None, element_bits: int = 16) -> dict:
     low = lowering()
+    if a.in_size("lane") != 32 or b.in_size("lane") != 32:
+        return {"emitted_mechanism": None, "reason": "Triton's NVIDIA lowering is for 32-lane warps"}
     try:
         e = low.emitted_mechanism(a, b, triton_version=triton_version, equal=cheapest == "no_op")
     except LayoutError as ex:
