@@ -83,7 +83,7 @@ def main():
              "below_noise_max_abs_error_ns": float(max(tiny)) if tiny else 0.0, "noise_ns": NOISE_NS, "median_abs_error": float(np.median(errs)),
              "mean_abs_error": float(errs.mean()), "within_20_percent": float((errs <= 0.2).mean()),
              "outliers": sorted({o[0] for o in outliers})}
-    print(json.dumps(stats, indent=1))
+    print("held-out:", json.dumps(stats))
     print("cycles:", {k: round(v, 3) for k, v in c.items()})
     if "--write" in sys.argv:
         out = {"gpu": doc["device"]["name"], "triton": doc["triton"], "date": doc["date"][:10],
