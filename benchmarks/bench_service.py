@@ -6,8 +6,8 @@ connection, send ``--requests`` requests each (default 200): prove / analyze / s
 blocked layouts of shapes up to 128x128 (half prove, a quarter each analyze and show), every
 other request a repeat of one asked before. Reported per kind: p50/p99 latency of cold answers
 (computed by a worker) and cached ones (answered from the store), requests/s, errors, and lost
-results (acknowledged ids that ``GET /v1/results/{id}`` no longer finds), and the cached latency
-of one client alone (no queueing behind the other seven). Then a second run is cut
+results (acknowledged ids that ``GET /v1/results/{id}`` no longer finds), and the latency of one
+client alone (no queueing behind the other seven), cold and cached. Then a second run is cut
 by ``kill -9`` of the server and its workers halfway; after a restart on the same store every
 result acknowledged before the kill must still be there.
 
@@ -132,13 +132,17 @@ def load(server: Server, clients: int, per_client: int, start: int) -> dict:
     return out
 
 
-def single_client(server: Server, per_client: int) -> dict:
-    """One client alone, repeating questions already answered: the cached latency without queueing."""
-    todo = [t for t in plan(1, per_client, 0)[0]]
-    c = Client(server.port, todo)
+def single_client(server: Server, per_client: int, start: int) -> dict:
+    """One client alone (new questions numbered from ``start``, each followed by a repeat): latency
+    without queueing behind other clients."""
+    c = Client(server.port, plan(1, per_client, start)[0])
     c.run()
-    xs = [dt for _, cached, dt in c.samples if cached]
-    return {"n": len(xs), "p50": _ms(percentile(xs, 0.5)), "p99": _ms(percentile(xs, 0.99)), "errors": len(c.errors)}
+    out = {"errors": len(c.errors)}
+    for name, pick in (("cached", lambda k, cached: cached), ("cold", lambda k, cached: not cached),
+                       ("prove_cold", lambda k, cached: k == "prove" and not cached)):
+        xs = [dt for k, cached, dt in c.samples if pick(k, cached)]
+        out[name] = {"n": len(xs), "p50": _ms(percentile(xs, 0.5)), "p99": _ms(percentile(xs, 0.99))}
+    return out
 
 
 def kill_during_load(server: Server, clients: int, per_client: int, start: int) -> dict:
@@ -192,7 +196,7 @@ def main() -> int:
             try:
                 # distinct questions: numbers 0..(clients*requests) for the load, then the kill -9 run's
                 r = load(server, args.clients, args.requests, start=0)
-                r["single_client_cached_ms"] = single_client(server, args.requests)
+                r["single_client_ms"] = single_client(server, args.requests, start=args.clients * args.requests)
                 if not args.no_kill:
                     r["kill9"] = kill_during_load(server, args.clients, args.requests // 2,
                                                   start=args.clients * args.requests // 2)
@@ -203,7 +207,8 @@ def main() -> int:
             print(f"{store}: {r['requests']} requests in {r['seconds']} s ({r['requests_per_s']}/s), errors {r['errors']}, "
                   f"lost {r['lost_results']}; cached p50 {lat['all_cached']['p50']} ms p99 {lat['all_cached']['p99']} ms; "
                   f"cold prove p50 {lat['prove_cold']['p50']} ms p99 {lat['prove_cold']['p99']} ms; one client alone: cached "
-                  f"p50 {r['single_client_cached_ms']['p50']} ms"
+                  f"p50 {r['single_client_ms']['cached']['p50']} ms, cold prove p50 "
+                  f"{r['single_client_ms']['prove_cold']['p50']} ms p99 {r['single_client_ms']['prove_cold']['p99']} ms"
                   + (f"; kill -9: {r['kill9']['acknowledged_before_kill']} acknowledged, "
                      f"{r['kill9']['missing_after_restart']} missing" if "kill9" in r else ""))
     finally:
