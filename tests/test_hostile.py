@@ -698,6 +698,10 @@ for _prefix in (["show", TRI, "--no-grid"], ["prove", TRI, TRI], ["analyze", TRI
     OPTION_CASES += [(_prefix, "--triton-version", v) for v in ["2.0", "3.10", "", "latest"]]
 OPTION_CASES += [(["prove", TRI, TRI, "--shape", "64x64"], "--shape-b", v) for v in ["0x4", "abc", "64x６4"]]
 OPTION_CASES += [(["snapshot", "{corpus}", "-o", "{dir}/g.json"], "--sweep", v) for v in ["bogus", "cute"]]
+OPTION_CASES += [(["sweep", "{corpus}"], opt, v) for opt in ("-j", "--chunk") for v in ["0", "-1", "abc", FULLWIDTH_4]]
+OPTION_CASES += [(["sweep", "{corpus}"], "-o", v) for v in ["{dir}", "{dir}/no/such/x.jsonl", ""]]
+OPTION_CASES += [(["measure", CUTE, CUTE], "--ctas", v) for v in ["-1", "abc", ARABIC_3]]
+OPTION_CASES += [(["list"], None, "bogus-category")]
 OPTION_CASES += [(["show", CUTE], "--bogus-option", None), (["bogus-command"], None, None), ([], "--bogus", None)]
 
 

@@ -14,7 +14,7 @@ import json
 
 from layoutverify.core.errors import LayoutError
 
-from .common import add_layout_options, load, output_path
+from .common import add_layout_options, load, non_negative_int, output_path
 
 DTYPES = ("f16", "bf16", "f32", "fp8")
 
@@ -26,7 +26,7 @@ def register(sub) -> None:
     p.add_argument("b", metavar="B", help="destination layout, FRAMEWORK:TEXT")
     add_layout_options(p)
     p.add_argument("--dtype", choices=DTYPES, default="f16", help="element type (default f16)")
-    p.add_argument("--ctas", type=int, default=0, help="CTAs per launch (default 64 per SM)")
+    p.add_argument("--ctas", type=non_negative_int, default=0, help="CTAs per launch (default 64 per SM)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--plot", type=output_path("plot"), metavar="F.png", help="draw ns per conversion and the bound")
     p.set_defaults(func=run)

@@ -6,6 +6,8 @@ import json
 import os
 import sys
 
+from .common import output_path, positive_int
+
 
 def register(sub) -> None:
     p = sub.add_parser("sweep", help="prove/analyse every point of a parameter space (local cores or Ray)",
@@ -14,11 +16,11 @@ def register(sub) -> None:
                                    "prove or analyse every point, stream results into a JSON-lines file "
                                    "(resumable) and write a summary. Exit codes: 0 done, 2 bad input.")
     p.add_argument("spec", metavar="SPEC.toml")
-    p.add_argument("-o", "--out", default=None, help="results file (JSON lines; default: SPEC.results.jsonl)")
-    p.add_argument("-j", "--workers", type=int, default=None, help="local worker processes (default: all cores)")
+    p.add_argument("-o", "--out", default=None, type=output_path("results file"), help="results file (JSON lines; default: SPEC.results.jsonl)")
+    p.add_argument("-j", "--workers", type=positive_int, default=None, help="local worker processes (default: all cores)")
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                    help="run on a Ray cluster at ADDRESS (host:port or 'auto'); without ADDRESS start a local one")
-    p.add_argument("--chunk", type=int, default=256, help="points per task (default 256)")
+    p.add_argument("--chunk", type=positive_int, default=256, help="points per task (default 256)")
     p.add_argument("--fresh", action="store_true", help="start over instead of resuming an existing results file")
     p.add_argument("--count", action="store_true", help="only count the points")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
