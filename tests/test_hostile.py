@@ -490,10 +490,12 @@ def _reader_argv(cmd: str, path: str, files) -> list[str]:
         return ["atlas", "--corpus", path]
     if cmd == "snapshot":
         return ["snapshot", path, "-o", os.path.join(files["dir"], "out.json")]
+    if cmd == "sweep":
+        return ["sweep", path, "--count"]
     raise AssertionError(cmd)
 
 
-READERS = ["show@", "prove@", "analyze@", "check", "diff-old", "diff-new", "atlas", "snapshot"]
+READERS = ["show@", "prove@", "analyze@", "check", "diff-old", "diff-new", "atlas", "snapshot", "sweep"]
 #: the device/FIFO cases go through real subprocesses (memory-limited); the rest run in-process
 SUBPROCESS_PATHS = {"dev_zero", "dev_urandom", "fifo"}
 PATH_CASES = [(cmd, name) for cmd in READERS for name in BAD_PATHS
