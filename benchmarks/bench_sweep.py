@@ -12,8 +12,9 @@ results into a temporary folder (removed afterwards) and must answer every point
     python benchmarks/bench_sweep.py --no-ray
 
 Results: ``benchmarks/results/bench_sweep.json`` (per backend and worker count: pairs, seconds,
-pairs/s, pairs/s per core, scaling efficiency against one worker; the machine's cores and load
-average before and after, since a busy machine bends the scaling).
+pairs/s, pairs/s per core, scaling efficiency against one worker; pairs per CPU second of the
+workers and the busy fraction (wall-clock throughput per worker over that), which say what the
+wall clock cannot on a shared machine; the load average at each run).
 """
 from __future__ import annotations
 
@@ -75,7 +76,14 @@ def run_one(spec_path: str, workers: int, ray: bool, chunk: int) -> dict:
     return {"backend": "ray" if ray else "processes", "workers": workers, "pairs": summary["points"],
             "errors": summary["errors"], "verdicts": summary.get("verdicts", {}),
             "seconds": round(wall, 3), "pairs_per_second": round(summary["points"] / wall, 1),
-            "pairs_per_second_per_core": round(summary["points"] / wall / workers, 1)}
+            "pairs_per_second_per_core": round(summary["points"] / wall / workers, 1),
+            "worker_cpu_seconds": summary.get("worker_cpu_seconds"),
+            "pairs_per_worker_cpu_second": summary.get("points_per_worker_cpu_second"),
+            # wall-clock parallel efficiency against the workers' own CPU throughput: 1.0 when every
+            # worker computed all the time; less when it waited (for the main process or other load)
+            "busy_fraction": round(summary["points"] / wall / workers / summary["points_per_worker_cpu_second"], 3)
+            if summary.get("points_per_worker_cpu_second") else None,
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
 
 
 def main(argv=None) -> int:
@@ -109,7 +117,8 @@ def main(argv=None) -> int:
             r = run_one(spec_path, w, ray, args.chunk)
             runs.append(r)
             print(f"{r['backend']:9s} {w:3d} workers: {r['pairs']} pairs in {r['seconds']:.1f} s = "
-                  f"{r['pairs_per_second']:.0f} pairs/s ({r['pairs_per_second_per_core']:.0f} per core)", flush=True)
+                  f"{r['pairs_per_second']:.0f} pairs/s ({r['pairs_per_second_per_core']:.0f} per core; "
+                  f"{r['pairs_per_worker_cpu_second']} per worker CPU second; load {r['load_average'][0]})", flush=True)
     for r in runs:
         base = next(x for x in runs if x["backend"] == r["backend"] and x["workers"] == 1)
         r["scaling_efficiency"] = round(r["pairs_per_second_per_core"] / base["pairs_per_second_per_core"], 3)

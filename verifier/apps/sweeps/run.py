@@ -12,7 +12,9 @@ into a JSON-lines file, resumable.
   ``workers`` CPUs): each chunk is a Ray task (``max_retries``: Ray reruns a task whose worker
   died), scheduled by Ray; results come back through Ray's object store.
 * The summary (``<out>.summary.json``, schema ``layoutverify/1``, kind ``sweep``) counts the
-  verdicts or mechanisms of every record in the file, errors, and the throughput of this run.
+  verdicts or mechanisms of every record in the file, errors, and the throughput of this run:
+  wall-clock points per second (per worker), and points per CPU second the workers spent,
+  which other load on the machine does not bend.
 """
 from __future__ import annotations
 
@@ -69,13 +71,15 @@ class _Writer:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.f = open(path, "a")
         self.count = 0
+        self.cpu = 0.0
 
     def write(self, result) -> None:
-        """``(count, text)`` from :func:`.work.evaluate_chunk_lines`."""
-        count, text = result
+        """``(count, text, cpu seconds)`` from :func:`.work.evaluate_chunk_lines`."""
+        count, text, cpu = result
         self.f.write(text)
         self.f.flush()
         self.count += count
+        self.cpu += cpu
 
     def close(self) -> None:
         self.f.close()
@@ -117,6 +121,8 @@ def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: 
                     "evaluated": writer.count, "seconds": round(seconds, 3),
                     "points_per_second": round(writer.count / seconds, 1) if seconds > 0 else None,
                     "points_per_second_per_worker": round(writer.count / seconds / workers, 1) if seconds > 0 else None,
+                    "worker_cpu_seconds": round(writer.cpu, 3),
+                    "points_per_worker_cpu_second": round(writer.count / writer.cpu, 1) if writer.cpu > 0 else None,
                     "task": spec.task, "spec": spec.source, "out": str(path)})
     Path(str(path) + ".summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
