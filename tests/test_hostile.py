@@ -1048,7 +1048,7 @@ def test_output_refused_before_the_work(tmp_path, files):
     t0 = time.monotonic()
     refused(["check", files["valid_corpus"], "--junit", str(tmp_path / "no" / "x.xml")], "does not exist")
     refused(["prove", CUTE, "cute:(4,8):(1,4)", "--emit-smt2", str(tmp_path)], "directory")
-    assert time.monotonic() - t0 < 2
+    assert time.monotonic() - t0 < 5
 
 
 #: any JSON value, nested a little (for replacing parts of valid golden files and corpora)
