@@ -1242,3 +1242,21 @@ def test_generated_from_grammar(fw):
         assert_clean(rc, err, argv)
 
     check()
+
+
+# ------------------------------------------------------------------------------------------------
+# Under --json an error is one JSON object on stdout (schema layoutverify/1), nothing on stderr
+JSON_ERROR_CASES = [c for c in TEXT_CASES if c[3] is not ANY][::4]
+
+
+@pytest.mark.parametrize("fw,text,shape,mention", JSON_ERROR_CASES,
+                         ids=[f"json-{c[0]}-{i}" for i, c in enumerate(JSON_ERROR_CASES)])
+def test_hostile_text_as_json(fw, text, shape, mention):
+    argv = show(fw, text, shape) + ["--json"]
+    rc, out, err = run_in_process(argv)
+    assert rc == 2 and err == "", (argv, rc, err[-500:])
+    doc = json.loads(out)
+    assert doc["schema"] == "layoutverify/1" and doc["kind"] == "error" and doc["exit"] == 2, doc
+    assert doc["error"]["message"] and "\n" not in doc["error"]["message"], doc
+    if mention is not None:
+        assert re.search(mention, doc["error"]["message"], re.IGNORECASE), doc
