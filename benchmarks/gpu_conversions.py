@@ -19,7 +19,11 @@ def main() -> int:
     ap.add_argument("--only", default="")
     ap.add_argument("--samples", type=int, default=15)
     ap.add_argument("--budget-s", type=float, default=480)
+    ap.add_argument("--replot", metavar="JSON", help="no GPU: re-derive bounds and cost-model predictions of a "
+                                                     "results file with the current code, rewrite it and its PNG")
     args = ap.parse_args()
+    if args.replot:
+        return replot(args.replot)
     from layoutverify.apps.measure.bench import device, measure_pair
     from layoutverify.apps.measure.suite import load_suite
     os.makedirs(args.out, exist_ok=True)
@@ -58,6 +62,32 @@ def main() -> int:
           f"{sum(r['interpreter_agrees'] for r in doc['results'])}; emitted predicted "
           f"{sum(r['prediction_ok'] for r in doc['results'])}; errors {len(doc['errors'])}")
     return 0 if not doc["errors"] else 1
+
+
+def replot(path: str) -> int:
+    from layoutverify.apps.measure.bench import derive
+    from layoutverify.apps.measure.report import plot
+    from layoutverify.core.cost import facts_from_traffic, predicted_ns
+    with open(path) as f:
+        doc = json.load(f)
+    for r in doc["results"]:
+        derive(r)
+        p = r["pair"]
+        t = r["interpreter"].get("traffic") or {}
+        warps = r.get("num_warps") or _warps(p)
+        r["num_warps"] = warps
+        eb = {"fp8": 1, "f16": 2, "bf16": 2, "f32": 4}[p["dtype"]]
+        r["predicted_ns"] = predicted_ns(facts_from_traffic(t, p["shape"], eb, warps), gpu=r["device"]["name"])
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    plot(doc["results"], path[:-5] + ".png", doc["device"])
+    return 0
+
+
+def _warps(p: dict) -> int:
+    from layoutverify.apps.measure.suite import Pair, layouts
+    a, b = layouts(Pair(p["name"], p["family"], p["a"], p["b"], tuple(p["shape"]), p["dtype"]))
+    return max(a.in_size("warp"), b.in_size("warp"))
 
 
 if __name__ == "__main__":
