@@ -72,8 +72,10 @@ def render(res: dict) -> str:
     lines.append(f"shared memory: {tr.get('shared_store_bytes', 0)} B stored, {tr.get('shared_load_bytes', 0)} B "
                  f"loaded, {tr.get('store_wavefronts', 0)}+{tr.get('load_wavefronts', 0)} wavefronts; "
                  f"{tr.get('shuffles', 0)} shuffles, {tr.get('barriers', 0)} barriers")
-    lines.append(f"time: {t['ns_per_conversion']:.1f} ns per conversion per CTA (loop {t['ns_loop']:.1f} ns, "
-                 f"baseline {t.get('baseline_ns_loop', 0):.1f} ns; {t['ctas']} CTAs, reps {t['reps']})")
+    lines.append(f"time: {t['ns_per_conversion']:.1f} ns per conversion per CTA (SM time of one loop iteration with "
+                 f"its consumer; without the conversion {t.get('baseline_ns_loop', 0):.1f} ns, so at least "
+                 f"{t.get('marginal_ns', 0):.1f} ns are the conversion's; {t['ctas']} CTAs, reps {t['reps']}, "
+                 f"medians)")
     if res.get("bound_ns_useful"):
         lines.append(f"shared-memory bound: {res['bound_ns_useful']:.1f} ns for the useful 2 x tile "
                      f"({res['fraction_of_bound_useful']:.0%} achieved), {res['bound_ns_moved']:.1f} ns for the "
