@@ -404,11 +404,8 @@ class _DimMask:
         cur[0] = True
         self.layers = [cur]
         for _, r, st in self.digits:
-            nxt = cur.copy()
-            for t in range(1, r):
-                nxt[t * st:] |= cur[:span - t * st]
-            self.layers.append(nxt)
-            cur = nxt
+            cur = _spread(cur, st, r)
+            self.layers.append(cur)
 
     @property
     def mask(self) -> np.ndarray:
@@ -423,13 +420,14 @@ class _DimMask:
 
     def first_missing(self, other: "_DimMask") -> int | None:
         """The smallest value of this set that ``other`` lacks."""
-        vals = np.flatnonzero(self.mask) + self.offset
-        rel = vals - other.offset
-        inside = (rel >= 0) & (rel < len(other.mask))
-        held = np.zeros(len(vals), dtype=bool)
-        held[inside] = other.mask[rel[inside]]
-        miss = np.flatnonzero(~held)
-        return int(vals[miss[0]]) if miss.size else None
+        n, shift = len(self.mask), other.offset - self.offset
+        held = np.zeros(n, dtype=bool)  # held[i]: other holds self.offset + i
+        lo, hi = max(0, shift), min(n, shift + len(other.mask))
+        if lo < hi:
+            held[lo:hi] = other.mask[lo - shift:hi - shift]
+        miss = self.mask & ~held
+        i = int(np.argmax(miss))
+        return self.offset + i if miss[i] else None
 
     def locate(self, v: int) -> dict | None:
         """Digit values ``{key: t}`` summing to ``v`` (backtracking through the layers)."""
@@ -447,6 +445,28 @@ class _DimMask:
                     i = j
                     break
         return out if i == 0 else None
+
+
+def _spread(cur: np.ndarray, stride: int, radix: int) -> np.ndarray:
+    """``{v + t * stride : v in cur, t < radix}`` as a bitmap of the same length, by doubling
+    (``log2(radix)`` shifted ORs instead of ``radix``)."""
+    span = len(cur)
+    out = np.zeros_like(cur)
+    blk, blk_len, off = cur.copy(), 1, 0  # blk: the set for t < blk_len
+    rem = radix
+    while rem:
+        if rem & 1:
+            sh = off * stride
+            if sh < span:
+                out[sh:] |= blk[:span - sh]
+            off += blk_len
+        rem >>= 1
+        if rem:
+            sh = blk_len * stride
+            if sh < span:
+                blk[sh:] |= blk[:span - sh].copy()
+            blk_len *= 2
+    return out
 
 
 def _mask_image(df: "DigitForm", digits: dict, offset) -> list | None:
