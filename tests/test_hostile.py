@@ -704,6 +704,8 @@ OPTION_CASES += [(["sweep", "{corpus}"], opt, v) for opt in ("-j", "--chunk") fo
 OPTION_CASES += [(["sweep", "{corpus}"], "-o", v) for v in ["{dir}", "{dir}/no/such/x.jsonl", ""]]
 OPTION_CASES += [(["measure", CUTE, CUTE], "--ctas", v) for v in ["-1", "abc", ARABIC_3]]
 OPTION_CASES += [(["list"], None, "bogus-category")]
+OPTION_CASES += [(["serve", "--port", "8765"], "--host", v) for v in ["no such host!", "999.1.1.1", ""]]
+OPTION_CASES += [(["serve"], "--port", v) for v in ["0", "-1", "70000", "abc"]]
 OPTION_CASES += [(["show", CUTE], "--bogus-option", None), (["bogus-command"], None, None), ([], "--bogus", None)]
 
 

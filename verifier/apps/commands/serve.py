@@ -36,6 +36,19 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _check_address(host: str, port: int) -> None:
+    """Bad input before the server starts: a host that does not resolve, or an address that
+    cannot be bound (in use, not ours, a privileged port)."""
+    import socket
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(addr)
+    except (OSError, UnicodeError) as e:   # socket.gaierror is an OSError; odd names raise UnicodeError
+        raise LayoutError(f"cannot listen on {host}:{port}: {getattr(e, 'strerror', None) or e}") from None
+
+
 def run(args) -> int:
     try:
         import uvicorn
@@ -46,6 +59,7 @@ def run(args) -> int:
                           f"pip install 'layoutverify[service]'") from None
     if args.port > 65535:
         raise LayoutError(f"--port {args.port} is not a TCP port (1..65535)")
+    _check_address(args.host, args.port)
     token = None
     if args.token_file:
         from layoutverify.core.files import read_text
