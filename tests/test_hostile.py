@@ -492,14 +492,17 @@ def _reader_argv(cmd: str, path: str, files) -> list[str]:
         return ["snapshot", path, "-o", os.path.join(files["dir"], "out.json")]
     if cmd == "sweep":
         return ["sweep", path, "--count"]
+    if cmd == "scan":
+        return ["scan", path, "--quiet"]
     raise AssertionError(cmd)
 
 
-READERS = ["show@", "prove@", "analyze@", "check", "diff-old", "diff-new", "atlas", "snapshot", "sweep"]
+READERS = ["show@", "prove@", "analyze@", "check", "diff-old", "diff-new", "atlas", "snapshot", "sweep", "scan"]
 #: the device/FIFO cases go through real subprocesses (memory-limited); the rest run in-process
 SUBPROCESS_PATHS = {"dev_zero", "dev_urandom", "fifo"}
 PATH_CASES = [(cmd, name) for cmd in READERS for name in BAD_PATHS
-              if not (name == "empty_path" and cmd.endswith("@"))]
+              if not (name == "empty_path" and cmd.endswith("@"))
+              and not (cmd == "scan" and name not in ("dev_zero", "dev_urandom", "fifo", "missing"))]
 
 
 @pytest.mark.parametrize("cmd,name", PATH_CASES, ids=[f"{c}-{n}" for c, n in PATH_CASES])

@@ -48,6 +48,8 @@ def module_files(paths) -> list[Path]:
             out.extend(found)
         elif p.is_file():
             out.append(p)
+        elif p.exists():
+            raise LayoutError(f"cannot scan {p}: not a regular file or folder (a device, FIFO or socket)")
         else:
             raise LayoutError(f"no such file or folder: {p}")
     return out
