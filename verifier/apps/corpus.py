@@ -203,6 +203,8 @@ def load_file(path: str | Path) -> Corpus:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise LayoutError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise LayoutError(f"{path}: TOML nested too deeply") from None
     unknown = set(data) - _TOP_KEYS
     if unknown:
         raise LayoutError(f"{path}: unknown top-level key(s) {sorted(unknown)}")
