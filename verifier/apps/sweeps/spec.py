@@ -112,6 +112,8 @@ def parse_spec_text(text: str, source: str = "<spec>") -> Spec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise LayoutError(f"{source}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise LayoutError(f"{source}: TOML nested too deeply") from None
     task = data.get("task", "prove")
     if task not in TASKS:
         raise LayoutError(f"{source}: task must be one of {', '.join(TASKS)}, got {task!r}")
