@@ -311,15 +311,17 @@ class Layout:
             n = self.in_size()
             if n > MAX_TABLE_LOCATIONS:
                 raise SizeLimitError(f"hardware domain of {n} locations exceeds the table limit {MAX_TABLE_LOCATIONS}")
-            # the vectorised flat table (int32, chunked; digit-linear maps by broadcasting), then
-            # the row-major flat index split into coordinates
-            from layoutverify.core.table import flat_grid
-            flat = flat_grid(self, self.in_names, dict(self.in_dims)).astype(np.int64)
+            # evaluated in chunks: memory is the table itself plus one chunk of index arrays
             t = np.empty((n, len(self.out_dims)), dtype=np.int64)
-            for d in reversed(range(len(self.out_dims))):
-                s = self.out_sizes[d]
-                t[:, d] = flat % s
-                flat //= s
+            chunk = 1 << 16
+            for start in range(0, n, chunk):
+                flat = np.arange(start, min(n, start + chunk), dtype=np.int64)
+                env = {}
+                for nm, s in self.in_dims:
+                    env[nm] = flat % s
+                    flat = flat // s
+                for d, e in enumerate(self.exprs):
+                    t[start:start + chunk, d] = E.evaluate(e, env)
         t.setflags(write=False)
         return t
 

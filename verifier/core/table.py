@@ -23,6 +23,7 @@ from layoutverify.core import expr as E
 from layoutverify.core import result as R
 from layoutverify.core.errors import LayoutError, SizeLimitError
 from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
+from layoutverify.core.radix import digit_form
 
 #: Largest hardware domain for which ``auto`` uses the table before trying z3.
 TABLE_FALLBACK = 1 << 22
@@ -51,7 +52,6 @@ def flat_grid(lay: Layout, names, sizes: dict) -> np.ndarray:
     if n > MAX_TABLE_LOCATIONS:
         raise SizeLimitError(f"the table method evaluates at most {MAX_TABLE_LOCATIONS} hardware locations; "
                              f"this layout has {n}")
-    from layoutverify.core.radix import digit_form
     dt = _dtype(lay)
     mult = _row_major(lay)
     df = digit_form(lay)
