@@ -403,46 +403,15 @@ def _layout(bases: dict, shape):
 
 
 def triton_decision(cvt: dict, a_bases: dict) -> tuple[str, str]:
-    """Triton 3.9's choice, recomputed from its own ``dst.invertAndCompose(src)`` (``cvt``: dst
-    location -> the src location it reads) by the rules of ``minimalCvtLayout``,
-    ``cvtNeedsWarpShuffle`` and ``getWarpLayoutConvertDecomposition`` as documented in
-    ``triton/Analysis/Utility.h`` ("warp/CTA-dependent lane selection" is supported, "source
-    registers must not depend on warp/CTA coordinates") and as this test observes them:
-
-    1. ``block`` then ``warp``: each dst block/warp must read the same src block/warp, up to the
-       src's broadcast (zero) bases of that dim; otherwise shared memory. A dst warp bit may select
-       a src *lane*, never a src *register* (else shared memory).
-    2. ``lane``: the identity (and no warp-selected lanes) means registers only; otherwise warp
-       shuffles when at most one register<->lane exchange remains in each direction (F2 rank of
-       the register part of the lane images and of the lane part of the register images <= 1,
-       the ``mixedTranspositions < 2`` rule); otherwise shared memory.
-
-    Returns (``registers`` | ``shuffle`` | ``shared``, the rule that decided)."""
-    from layoutverify.core import f2 as F2
+    """Triton 3.9's choice by the package's model of its lowering rules
+    (``layoutverify.adapters.triton.lowering.decide``: ``minimalCvtLayout``, ``cvtNeedsWarpShuffle``,
+    ``getWarpLayoutConvertDecomposition``), applied to Triton's own ``dst.invertAndCompose(src)``
+    (``cvt``: dst location -> the src location it reads). Returns (``registers`` | ``shuffle`` |
+    ``shared``, the rule that decided)."""
+    from layoutverify.adapters.triton.lowering import decide
     outs = list(cvt["out"])
-    bases = {k: [list(v) for v in vs] for k, vs in cvt["bases"]}
-    R, L = outs.index("register"), outs.index("lane")
-    warp_selects_lane = False
-    for dim in ("block", "warp"):
-        if dim not in bases or dim not in outs:
-            continue
-        j = outs.index(dim)
-        free = sum(1 << i for i, v in enumerate(a_bases.get(dim, [])) if not any(v))
-        same = all(((v[j] ^ (1 << i)) & ~free) == 0 for i, v in enumerate(bases[dim])) and \
-            all((v[j] & ~free) == 0 for other, vs in bases.items() if other != dim for v in vs)
-        if not same:
-            return "shared", f"reads another {dim}"
-        if any(v[R] for v in bases[dim]):
-            return "shared", f"{dim} selects a source register"
-        warp_selects_lane |= any(v[L] for v in bases[dim])
-    lane_identity = all(v[L] == (1 << i) and v[R] == 0 for i, v in enumerate(bases["lane"])) and \
-        all(v[L] == 0 for v in bases["register"])
-    if lane_identity and not warp_selects_lane:
-        return "registers", "lane identity"
-    mixed = max(F2.rank(v[R] for v in bases["lane"]), F2.rank(v[L] for v in bases["register"]))
-    if mixed < 2:
-        return "shuffle", "lane exchange"
-    return "shared", ">= 2 register<->lane exchanges"
+    locs = {k: [dict(zip(outs, v)) for v in vs] for k, vs in cvt["bases"]}
+    return decide(locs, a_bases, "3.9")
 
 
 def _has_broadcast(a, b) -> bool:

@@ -141,6 +141,15 @@ def _decide(cvt: dict, src_bases: dict, triton_version: str = _version.NEWEST) -
     return "shared", ">= 2 register<->lane exchanges"
 
 
+def decide(cvt: dict, src_bases: dict, triton_version=None) -> tuple[str, str]:
+    """Triton's class (``registers``, ``shuffle``, ``shared``, ``distributed_shared``) and the rule
+    that decided, from ``cvt`` (:func:`invert_and_compose`'s form, or Triton's own
+    ``invert_and_compose`` turned into it) and the source's bases per hardware dim."""
+    sb = {d: [tuple(v) for v in src_bases.get(d, [])] for d in HW_DIMS}
+    full = {d: [{**dict.fromkeys(HW_DIMS, 0), **loc} for loc in cvt.get(d, [])] for d in HW_DIMS}
+    return _decide(full, sb, _version.normalize(triton_version))
+
+
 def emitted_mechanism(src: Layout, dst: Layout, *, triton_version=None, equal: bool | None = None) -> Emitted:
     """The mechanism Triton (``triton_version``, default the installed release) emits for
     ``convert_layout(src -> dst)`` of distributed layouts. ``equal`` (whether the two layouts are
