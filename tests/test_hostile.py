@@ -263,7 +263,6 @@ TEXT_CASES = [
     ("cute", f"Sw<{BIG},3,3> o (64,64):(64,1)", None, None),
     ("cute", "Sw<3,3,3>", None, None),
     ("cute", "Sw<7,0,7> o 65536:65536", None, "hole"),              # once a 4 GiB table of offsets
-    ("cute", "Sw<3,0,3> o (65536,256):(65536,1)", None, None),
     ("cute", "(65536,65536):(65536,65536)", None, None),
     ("cute", "Sw<3,3,3> o Sw<3,3,3> o (64,64):(64,1)", None, None),
     ("cute", "(1000000000,1000000000):(1,1000000000)", None, None),
@@ -787,6 +786,7 @@ MEMORY_CASES = [
     ["show", "iree:" + IREE.replace("batch_tile = [1, 1]", "batch_tile = [4096, 4096]")],
     ["show", "cute:make_layout((65536,65536,65536), LayoutRight)"],
     ["show", "cute:raked_product((65536,65536):(1,65536), (65536,65536):(1,65536))"],
+    ["show", "cute:Sw<3,0,3> o (65536,256):(65536,1)"],        # 2^24 offsets tabulated, then refused
 ]
 
 
@@ -867,7 +867,7 @@ def mutated(draw, text: str) -> str:
     return text
 
 
-FUZZ = settings(max_examples=60, derandomize=True, deadline=None, database=None,
+FUZZ = settings(max_examples=40, derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.function_scoped_fixture])
 
