@@ -22,12 +22,7 @@ from layoutverify.core.errors import LayoutError
 
 from . import semantics
 from .parser import Program
-from .state import PARAM_BASE, UNDEF, Global, Registers, Shared, concrete, from_uint, to_uint, type_width
-
-
-class SimError(LayoutError):
-    """The PTX does something the interpreter does not model, or does wrong (a race, a divergent
-    branch, arithmetic on data). The message names the PTX line and instruction."""
+from .state import PARAM_BASE, SimError, UNDEF, Global, Registers, Shared, concrete, from_uint, to_uint, type_width
 
 
 @dataclass

@@ -3,13 +3,13 @@ encoding). ``HANDLERS`` maps an opcode's first part (``add``, ``ld``, ``shfl``, 
 ``(machine, instruction, mask)``; ``mask`` is the boolean array of threads that execute it.
 
 Integer arithmetic needs concrete operands; on data bytes only moves are allowed (see the package
-docstring). Each handler raises :class:`~.machine.SimError` for a form it does not model.
+docstring). Each handler raises :class:`~.state.SimError` for a form it does not model.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .state import UNDEF, concrete, from_uint, to_uint, type_width
+from .state import UNDEF, SimError, concrete, from_uint, to_uint, type_width
 
 U64 = np.uint64
 
@@ -37,7 +37,6 @@ def _ty(ins) -> str:
 
 
 def _err(ins, why):
-    from .machine import SimError
     return SimError(f"PTX line {ins.line}: {ins.opcode}: {why} ({ins.text.strip()})")
 
 

@@ -13,6 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from layoutverify.core.errors import LayoutError
+
+
+class SimError(LayoutError):
+    """The PTX does something the interpreter does not model, or does wrong (a race, a divergent
+    branch, arithmetic on data). The message names the PTX line and instruction."""
+
 UNDEF = -1
 TAG0 = 256
 PARAM_BASE = 1 << 40

@@ -31,8 +31,8 @@ from layoutverify.apps import api, jsonout
 from . import requests as rq
 from .metrics import Metrics
 from .store import Store, canonical_json
-from .workers import (BadInput, Busy, JobFailed, Pool, WorkerCrashed, WorkerTimeout, deadline_for,
-                      tool_version)
+from .version import tool_version
+from .workers import BadInput, Busy, JobFailed, Pool, WorkerCrashed, WorkerTimeout, deadline_for
 
 #: version of the JSON documents this service answers with: the CLI's (docs/json-schema.md)
 SCHEMA = jsonout.SCHEMA

@@ -15,7 +15,7 @@ import tempfile
 from layoutverify.apps import api
 from layoutverify.core.errors import LayoutError
 
-from .workers import tool_version
+from .version import tool_version
 
 
 def _layout_opts(args: dict) -> dict:

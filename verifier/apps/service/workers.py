@@ -19,15 +19,15 @@ JSON-able dict, or raises :class:`~layoutverify.core.errors.LayoutError` for bad
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import multiprocessing
 import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from layoutverify.core.errors import LayoutError
+
+from .version import tool_version
 
 #: Set to 1 in the environment of ``layoutverify serve`` to accept the test-only jobs ``_crash``
 #: (the worker exits at once, as a native crash would), ``_hang`` (it sleeps) and ``_hog`` (it
@@ -58,31 +58,6 @@ class BadInput(Exception):
 def deadline_for(timeout_ms: int) -> float:
     """Seconds a job may take: parsing and several solver queries, each limited to ``timeout_ms``."""
     return 10.0 + 4 * timeout_ms / 1000.0
-
-
-_TOOL_VERSION: str | None = None
-
-
-def tool_version() -> str:
-    """``layoutverify X.Y.Z+<source hash> triton A.B.C``: results are reused only by the same code."""
-    global _TOOL_VERSION
-    if _TOOL_VERSION is None:
-        import layoutverify
-        import layoutverify.adapters as adapters_pkg
-        h = hashlib.sha256()
-        roots = [Path(layoutverify.__file__).parent / "core", Path(adapters_pkg.__file__).parent]
-        for root in roots:
-            for p in sorted(root.rglob("*")):
-                if p.suffix in (".py", ".toml", ".json") and "__pycache__" not in p.parts:
-                    h.update(str(p.relative_to(root)).encode())
-                    h.update(p.read_bytes())
-        try:
-            from importlib import metadata
-            triton = metadata.version("triton")
-        except Exception:
-            triton = "none"
-        _TOOL_VERSION = f"layoutverify {layoutverify.__version__}+{h.hexdigest()[:12]} triton {triton}"
-    return _TOOL_VERSION
 
 
 # -- the worker process -------------------------------------------------------------------------
