@@ -130,7 +130,7 @@ def test_failures_exit_1_with_reports(capsys, corpora, tmp_path):
 
     # JSON
     doc = json.loads(js.read_text())
-    assert doc["summary"] == {"holds": 3, "fails": 1, "errors": 1, "known": 1, "total": 6}
+    assert doc["summary"] == {"holds": 3, "fails": 1, "errors": 1, "known": 1, "findings": 0, "total": 6}
     by_id = {c["id"]: c for c in doc["claims"]}
     assert by_id["bad::wrong-order"]["witness"]["hardware"]
     assert by_id["good::mma-to-dot-a"]["got"] == "no_op"

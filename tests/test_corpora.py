@@ -45,8 +45,12 @@ def test_check_corpora_like_ci(tmp_path, claims):
     cases = root.findall("testsuite/testcase")
     assert len(cases) == len(claims) and int(root.get("tests")) == len(claims)
     assert not root.findall(".//failure") and not root.findall(".//error")
-    known = root.findall(".//skipped")
+    known = root.findall(".//skipped[@type='known_difference']")
     assert len(known) == sum(1 for c in claims if c.known)
+    # Unlabelled atlas cells that the check finds differing from the ISA: CUTLASS 4.2's SM80 int4
+    # k32 B layout overlaps itself (k = 20..31 has no holder), found without a `known` label.
+    findings = {case.get("name") for case in cases if case.find("skipped[@type='computed_finding']") is not None}
+    assert findings == {"mma.m16n8k32.s4.B/cute", "mma.m16n8k32.u4.B/cute"}
 
 
 def test_corpus_hygiene(claims):

@@ -113,7 +113,7 @@ class Entry:
     def finding(self) -> bool:
         """A framework disagrees with the ISA: a known difference, an unexpected failure, or a
         native answer that is not the expected one."""
-        if self.outcome.status in ("known", "fails"):
+        if self.outcome.status in ("known", "fails", "finding"):
             return True
         return bool(self.native and self.native.status == "ok" and self.native.verdict != self.claim.expect)
 
@@ -122,7 +122,7 @@ class Entry:
         """A difference from the ISA found by the check itself, not written in the corpus: the claim
         has no ``known`` label and the answer is a proved verdict (not an error or ``unknown``)."""
         o = self.outcome
-        return (o.status == "fails" and self.claim.known is None
+        return (o.status in ("fails", "finding") and self.claim.known is None
                 and category(o.got) in ("differs", "equal_up_to_register_order"))
 
     def to_json(self) -> dict:

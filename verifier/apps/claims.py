@@ -5,7 +5,11 @@ A claim's outcome is ``holds`` (the verdict or conversion class is the expected 
 the solver gave up: ``unknown`` never holds), or ``known`` (the claim records a known
 difference, ``known = ...``, and exactly that difference was found again). A claim marked
 ``known`` whose expectation now holds *fails*: the difference is gone and the mark is stale.
-``holds`` and ``known`` are the passing outcomes. Claims are checked in parallel processes.
+An atlas cell (a claim with ``fragment`` and ``framework``: a framework's layout against the ISA)
+whose proved verdict differs and carries no ``known`` label is a ``finding``: the check itself found
+a framework that disagrees with the ISA, reported with its witness, as the atlas reports it; it is
+not a failure of the corpus. ``holds``, ``known`` and ``finding`` are the passing outcomes. Claims
+are checked in parallel processes.
 """
 from __future__ import annotations
 
@@ -19,13 +23,15 @@ from layoutverify.apps.corpus import Claim
 from layoutverify.core.errors import LayoutError
 
 #: outcomes that do not fail a run
-PASSING = ("holds", "known")
+PASSING = ("holds", "known", "finding")
+#: proved verdicts that make an unlabelled atlas cell a finding (never ``unknown``)
+_PROVED_DIFFERENCES = ("not_equal", "different_tensors", "equal_up_to_register_order")
 
 
 @dataclass
 class Outcome:
     claim: Claim
-    status: str                 # "holds" | "fails" | "error" | "known"
+    status: str                 # "holds" | "fails" | "error" | "known" | "finding"
     got: str | None             # the verdict or conversion class found
     method: str | None = None
     seconds: float = 0.0
@@ -141,6 +147,10 @@ def _outcome(claim: Claim, got, witness, method, reason, fps, t0) -> Outcome:
                        witness, fps)
     if got == claim.expect:
         return Outcome(claim, "holds", got, method, dt, reason, witness, fps)
+    if claim.fragment is not None and claim.framework is not None and got in _PROVED_DIFFERENCES:
+        return Outcome(claim, "finding", got, method, dt,
+                       f"computed finding: the ISA says {claim.expect}, the framework gives {got}: {reason}",
+                       witness, fps)
     return Outcome(claim, "fails", got, method, dt,
                    f"expected {claim.expect}, got {got}: {reason}", witness, fps)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from layoutverify.apps.claims import Outcome
 from layoutverify.core.files import write_text
 
-_MARK = {"holds": "ok", "fails": "FAIL", "error": "ERROR", "known": "KNOWN"}
+_MARK = {"holds": "ok", "fails": "FAIL", "error": "ERROR", "known": "KNOWN", "finding": "FINDING"}
 
 
 def summary(outcomes: list[Outcome]) -> Counter:
@@ -51,7 +51,8 @@ def summary_line(outcomes: list[Outcome]) -> str:
     c = summary(outcomes)
     return (f"{c['holds']} passed, {c['fails'] + c['error']} failed"
             + (f" ({c['error']} errors)" if c["error"] else "")
-            + (f", {c['known']} known differences" if c["known"] else ""))
+            + (f", {c['known']} known differences" if c["known"] else "")
+            + (f", {c['finding']} computed findings" if c["finding"] else ""))
 
 
 def write_junit(outcomes: list[Outcome], path: str | Path) -> None:
@@ -63,7 +64,7 @@ def write_junit(outcomes: list[Outcome], path: str | Path) -> None:
     for src, outs in suites.items():
         c = summary(outs)
         suite = ET.SubElement(root, "testsuite", name=Path(src).stem, tests=str(len(outs)),
-                              failures=str(c["fails"]), errors=str(c["error"]), skipped=str(c["known"]),
+                              failures=str(c["fails"]), errors=str(c["error"]), skipped=str(c["known"] + c["finding"]),
                               time=f"{sum(o.seconds for o in outs):.3f}", file=src)
         for o in outs:
             case = ET.SubElement(suite, "testcase", classname=Path(src).stem, name=o.claim.name,
@@ -74,8 +75,9 @@ def write_junit(outcomes: list[Outcome], path: str | Path) -> None:
             elif o.status == "error":
                 el = ET.SubElement(case, "error", message=o.message, type="error")
                 el.text = f"a: {o.claim.a}\nb: {o.claim.b}"
-            elif o.status == "known":   # reported, not failing: JUnit's "skipped" with the reason
-                el = ET.SubElement(case, "skipped", message=o.message, type="known_difference")
+            elif o.status in ("known", "finding"):   # reported, not failing: JUnit's "skipped" with the reason
+                el = ET.SubElement(case, "skipped", message=o.message,
+                                   type="known_difference" if o.status == "known" else "computed_finding")
                 el.text = f"a: {o.claim.a}\nb: {o.claim.b}\nwitness: {_witness_line(o.witness)}"
             out = ET.SubElement(case, "system-out")
             out.text = f"verdict: {o.got}; method: {o.method}"
@@ -88,7 +90,8 @@ def json_document(outcomes: list[Outcome]) -> dict:
     from layoutverify.apps.jsonout import document
     c = summary(outcomes)
     return document("check", {"summary": {"holds": c["holds"], "fails": c["fails"], "errors": c["error"],
-                                          "known": c["known"], "total": len(outcomes)},
+                                          "known": c["known"], "findings": c["finding"],
+                                          "total": len(outcomes)},
                               "passed": all(o.passed for o in outcomes),
                               "claims": [o.to_json() for o in outcomes]})
 
@@ -114,10 +117,11 @@ def markdown(outcomes: list[Outcome]) -> str:
         head += f" ({c['known']} known differences)"
     lines = [f"## layoutverify: {head}", "",
              f"{c['holds']} hold, {c['fails']} fail, {c['error']} errors, {c['known']} known differences, "
+             f"{c['finding']} computed findings, "
              f"{len(outcomes)} total.", "",
              "| | claim | expected | got | method | time |", "|---|---|---|---|---|---|"]
     for o in outcomes:
-        icon = {"holds": "✅", "fails": "❌", "error": "⚠️", "known": "🔶"}[o.status]
+        icon = {"holds": "✅", "fails": "❌", "error": "⚠️", "known": "🔶", "finding": "🔎"}[o.status]
         lines.append(f"| {icon} | `{_md(o.claim.id)}` | {o.claim.expect} | {o.got or '-'} | {o.method or '-'} | "
                      f"{o.seconds * 1000:.0f} ms |")
     notes = [o for o in outcomes if o.status != "holds"]
