@@ -9,7 +9,11 @@ README's commands are written for the repository root; files they create, such a
   ``a && b`` runs the ``layoutverify`` parts) through ``bash`` exactly as written. The install and
   test command lines (``pip install ...``, ``python -m pytest ...``) are the coordinator's: they are
   kept in the README and not run here. A block holding the line ``# needs a GPU`` is skipped
-  when no NVIDIA GPU is present (none is today).
+  when no NVIDIA GPU is present (none is today). A block holding ``# needs a PostgreSQL server``
+  names a server that is not here (``db.example``) and is not run; the service tests start a real
+  PostgreSQL for that path.
+* ``layoutverify serve`` is run as written as a server: it must say ``serving on`` within a
+  minute and stop cleanly on SIGTERM (cache directory in the temporary directory).
 * inline code spans that are complete commands (``layoutverify check corpora``): no placeholders
   (upper-case metavariables, ``[...]``, ``...``).
 
@@ -36,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 OWNED_PREFIXES = ("pip ", "python -m pytest", ".ci/")   # install / test lines: kept, not run here
 GPU_MARK = "# needs a GPU"
+PG_MARK = "# needs a PostgreSQL server"
 
 
 @dataclass
@@ -44,6 +49,7 @@ class Command:
     shown: list[str] = field(default_factory=list)   # output lines the README shows
     line: int = 0              # README line number
     gpu: bool = False
+    elsewhere: bool = False    # needs a server that is not here (PG_MARK)
 
 
 def _blocks(text: str):
@@ -70,6 +76,7 @@ def commands_of(text: str) -> list[Command]:
         if lang not in ("sh", "bash", "shell", "console"):
             continue
         gpu = any(ln.strip() == GPU_MARK for ln in body)
+        elsewhere = any(ln.strip() == PG_MARK for ln in body)
         prompted = any(ln.startswith("$ ") for ln in body)
         cur: Command | None = None
         k = 0
@@ -82,9 +89,9 @@ def commands_of(text: str) -> list[Command]:
                 while cmd.rstrip().endswith("\\") and k + 1 < len(body):
                     k += 1
                     cmd = cmd.rstrip()[:-1].rstrip() + " " + body[k].strip()
-                cur = Command(cmd.strip(), line=first, gpu=gpu)
+                cur = Command(cmd.strip(), line=first, gpu=gpu, elsewhere=elsewhere)
                 out.append(cur)
-            elif cur is not None and prompted and not ln.startswith("#"):
+            elif cur is not None and prompted and not ln.lstrip().startswith("#"):
                 cur.shown.append(ln)
             k += 1
     for c in out:                                  # trailing blank lines are not output
@@ -190,6 +197,39 @@ def _env() -> dict:
     return env
 
 
+def _serve_as_written(part: str, workdir: Path) -> str | None:
+    """Start the server command, wait for ``serving on``, stop it; None when all went well."""
+    import signal
+    import threading
+    env = dict(_env(), XDG_CACHE_HOME=str(workdir / "cache"))
+    proc = subprocess.Popen(["bash", "-c", "exec " + part], cwd=workdir, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    seen: list[str] = []
+    ready = threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            seen.append(line)
+            if "serving on http://" in line:
+                ready.set()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        if not ready.wait(60):
+            return "the server did not say 'serving on' within 60 s: " + "".join(seen)[-800:]
+        if proc.poll() is not None:
+            return f"the server exited ({proc.returncode}) after starting"
+        return None
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 def test_every_readme_command_runs_as_written(workdir):
     """All commands in README order, in one directory (later commands use earlier outputs)."""
     assert shutil.which("layoutverify", path=_env()["PATH"]), "the layoutverify script is not installed"
@@ -204,7 +244,15 @@ def test_every_readme_command_runs_as_written(workdir):
             gpu = _has_gpu() if gpu is None else gpu
             if not gpu:
                 continue
+        if c.elsewhere:
+            continue
         for part in parts:
+            if part.startswith("layoutverify serve"):
+                why = _serve_as_written(part, workdir)
+                ran += 1
+                if why:
+                    failures.append(f"README line {c.line}: {why}: {part[:100]}")
+                continue
             r = subprocess.run(["bash", "-c", part], cwd=workdir, env=_env(), capture_output=True, text=True,
                                timeout=600)
             ran += 1
