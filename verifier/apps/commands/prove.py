@@ -15,12 +15,11 @@ import json
 
 import numpy as np
 
-from layoutverify.adapters import parse_shape, parse_spec
 from layoutverify.apps import jsonout
 
-from layoutverify.core.compare import METHODS, compare
+from layoutverify.core.compare import METHODS
 from layoutverify.core.errors import LayoutError
-from .common import add_triton_version_option, output_path, positive_int, spec_options, warp_size
+from .common import add_triton_version_option, output_path, positive_int, warp_size
 
 EXIT = {"equal": 0, "equal_up_to_register_order": 0, "not_equal": 1, "different_tensors": 1, "unknown": 3}
 
@@ -57,14 +56,11 @@ def run(args) -> int:
         raise LayoutError("--timeout-ms must be positive")
     if args.window < 1:
         raise LayoutError("--window must be positive")
-    shape_a = parse_shape(args.shape)
-    shape_b = parse_shape(args.shape_b) if args.shape_b else shape_a
-    a = parse_spec(args.a, shape=shape_a, **spec_options(args.a, args))
-    b = parse_spec(args.b, shape=shape_b, **spec_options(args.b, args))
-    res = compare(a, b, method=args.method, timeout_ms=args.timeout_ms, smt2=args.emit_smt2)
-    code = EXIT[res.verdict]
-    if res.verdict == "equal_up_to_register_order" and args.strict:
-        code = 1
+    from layoutverify.apps import api  # the same request function the service calls
+    proof = api.prove(args.a, args.b, shape=args.shape, shape_b=args.shape_b, method=args.method,
+                      timeout_ms=args.timeout_ms, triton_version=getattr(args, "triton_version", None),
+                      warp_size=getattr(args, "warp_size", None), strict=args.strict, smt2=args.emit_smt2)
+    a, b, res, code = proof.a, proof.b, proof.result, proof.exit_code
     if args.json:
         jsonout.emit("proof", proof_json(res, a, b, code=code, a_spec=args.a, b_spec=args.b, smt2=args.emit_smt2))
         return code
