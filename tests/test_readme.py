@@ -38,7 +38,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-OWNED_PREFIXES = ("pip ", "python -m pytest", ".ci/")   # install / test lines: kept, not run here
+OWNED_PREFIXES = ("apt-get ", "pip ", "python -m pytest", ".ci/")   # install / test lines: kept, not run here
 GPU_MARK = "# needs a GPU"
 PG_MARK = "# needs a PostgreSQL server"
 
@@ -180,7 +180,7 @@ def test_readme_shows_commands_and_keeps_the_owned_lines():
     for sub in ("show", "prove", "analyze", "check", "snapshot", "diff", "atlas", "list"):
         assert f"layoutverify {sub}" in texts, sub
     # the install and test lines stay in the README (not run here)
-    assert any(c.text.startswith("pip install") and "python -m pytest" in c.text for c in COMMANDS)
+    assert any("pip install" in c.text and "python -m pytest" in c.text for c in COMMANDS)
 
 
 @pytest.fixture(scope="module")
@@ -283,3 +283,11 @@ def test_matcher_rules():
     assert runnable_parts("pip install -e . && layoutverify show X") == ["layoutverify show X"]
     assert [c.text for c in inline_commands("`layoutverify check corpora` and `layoutverify show SPEC`")] == \
         ["layoutverify check corpora"]
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """``.ci/run`` calls the README's test command, character for character."""
+    test_lines = [c.text for c in COMMANDS if "python -m pytest" in c.text]
+    assert len(test_lines) == 1
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert test_lines[0] in ci
