@@ -109,3 +109,47 @@ def test_gate_threshold_on_bank_conflicts(tmp_path):
                  "--threshold", str(growth * 1.01))[0] == 0
     assert _scan(worse.parent, tmp_path / "y.json", "--baseline", tmp_path / "old.json",
                  "--threshold", str(growth * 0.99))[0] == 1
+
+
+def test_each_release_predictions_match_its_ptx(tmp_path):
+    """The PTX each release compiled from these modules (kept beside them): every conversion whose
+    location holds no other layout, dot or reduction op is emitted with the mechanism the scan
+    predicts under that release's rules (read from the cache metadata's ``triton_version``)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from scan_asm import classes_for
+
+    from layoutverify.apps.scan.module import read_module
+    from layoutverify.apps.scan.ops import role_of
+    side = ("tt.reduce", "tt.scan", "tt.dot", "ttng.warp_group_dot", "ttng.tc_gen5_mma", "ttng.tmem_load",
+            "ttng.tmem_store")
+    checked = {}
+    for release in ("triton-3.8", "triton-3.9"):
+        _, doc = _scan(DATA / release, tmp_path / f"{release}.json")
+        for k in doc["kernels"]:
+            if not k["asm"].get("ptx"):
+                continue
+            assert k["triton_version"].startswith(release[-3:])
+            got_at = classes_for(k["asm"]["ptx"])
+            mod = read_module(Path(k["path"]).read_text())
+            names = {}
+            for op in mod.ops:
+                loc = mod.locations.resolve(op.loc_text)
+                if loc is not None:
+                    names.setdefault(loc.short(), []).append(op.name)
+            for o in k["ops"]:
+                if o["role"] != "convert":
+                    continue
+                here = list(names[o["loc"]["text"]])
+                here.remove(o["op"])
+                if any(n in side or role_of(n) is not None for n in here):
+                    continue
+                f, line, col = o["loc"]["text"].rsplit(":", 2)
+                got = got_at.get((f, int(line), int(col)), {})
+                emitted = "intra_cta" if got.get("shared") else "intra_warp" if got.get("shuffle") else "registers"
+                predicted = o["triton_mechanism"]
+                predicted = "registers" if predicted in ("no_op", "register_permute") else predicted
+                assert predicted == emitted, (release, k["target"], o["key"], o["triton_mechanism"], got)
+                checked[release] = checked.get(release, 0) + 1
+    print(f"\nconversions checked against each release's PTX: {checked}")
+    assert checked.get("triton-3.8", 0) >= 5 and checked.get("triton-3.9", 0) >= 2, checked
