@@ -164,3 +164,26 @@ def test_tcgen05_fragment_composed_with_tmem_is_tritons_register_layout(variant,
     ours = _composed(variant, m, n, block_m, registers)
     v = compare(ours, theirs).verdict
     assert v in ("equal", "equal_up_to_register_order"), (variant, m, n, v)
+
+
+def test_tensor_memory_is_a_memory_layout_with_row_col_holders():
+    """TMEM is memory (rows = lanes, columns), not threads: its kind is ``memory``, the grid names
+    each holder ``row,col`` (and each such location maps back to the element), and comparing it
+    with a register layout says the kinds differ."""
+    from layoutverify.adapters import parse_spec
+    from layoutverify.core.compare import compare
+    from layoutverify.core.render import holder_labels
+    lay = parse_spec("triton:#ttng.tensor_memory_encoding<blockM = 128, blockN = 32, colStride = 1>",
+                     shape=(128, 32))
+    assert lay.kind == "memory" and {"row", "col"} <= set(lay.in_names)
+    labels = holder_labels(lay)
+    for flat, holders in enumerate(labels):
+        assert holders, f"element {flat} has no holder"
+        for h in holders:
+            row, col = (int(x) for x in h.split(","))
+            hw = {n: 0 for n in lay.in_names}
+            hw.update(row=row, col=col)
+            coord = lay.apply({n: [v] for n, v in hw.items()})[0]
+            assert int(coord[0]) * 32 + int(coord[1]) == flat
+    res = compare(lay, parse_spec("ptx:mma.m16n8k16.f32.C"))
+    assert res.verdict == "different_tensors" and res.method == "kinds"

@@ -30,6 +30,9 @@ import numpy as np
 from layoutverify.core import expr as E
 from layoutverify.core.errors import LayoutError, NotInvertibleError, SizeLimitError
 
+#: the hardware dims of a register (distributed) layout (DESIGN.md §1)
+THREAD_DIMS = frozenset({"register", "lane", "warp", "block"})
+
 #: Largest hardware domain (number of locations) evaluated as an explicit table.
 MAX_TABLE_LOCATIONS = 1 << 24
 
@@ -150,8 +153,10 @@ class Layout:
 
     @property
     def kind(self) -> str:
-        """``"memory"`` when a hardware dim is ``offset``, else ``"register"``."""
-        return "memory" if "offset" in self.in_names else "register"
+        """``"register"`` when every hardware dim is a thread dim (``register``, ``lane``,
+        ``warp``, ``block``), else ``"memory"`` (``offset`` for shared memory; ``row``/``col`` for
+        Blackwell tensor memory)."""
+        return "register" if set(self.in_names) <= THREAD_DIMS else "memory"
 
     # -- constructors ---------------------------------------------------------------------------
     @classmethod

@@ -25,7 +25,12 @@ def holder_labels(layout) -> list[list[str]]:
     idx = {n: hw[:, i] for i, n in enumerate(layout.in_names)}
     nblocks = layout.in_size("block")
     if layout.kind == "memory":
-        base = [str(int(o)) for o in idx.get("offset", np.zeros(len(flat), np.int64))]
+        places = [n for n in layout.in_names if n != "block"]
+        if places == ["offset"]:
+            base = [str(int(o)) for o in idx["offset"]]
+        else:       # e.g. tensor memory: "row,col"
+            cols = [np.broadcast_to(idx[n], flat.shape) for n in places]
+            base = [",".join(str(int(c[k])) for c in cols) for k in range(len(flat))]
     else:
         lanes = layout.in_size("lane")
         thread = idx.get("lane", 0) + lanes * idx.get("warp", 0)
