@@ -565,9 +565,11 @@ CORPUS_CASES = [
     (CLAIM_HEAD + 'expect = "equal"\nknown = "equal"\n', "known"),
     (CLAIM_HEAD + 'expect = "equal"\nnote = 5\n', "note"),
     (CLAIM_HEAD + 'expect = "equal"\n' + CLAIM_HEAD + 'expect = "equal"\n', "duplicate"),
-    ("x = " + "[" * 5000 + "]" * 5000 + "\n", r"c\.toml: TOML nested too deeply"),
+    ("x = " + "[" * 5000 + "]" * 5000 + "\n", r"c\.toml: (TOML nested too deeply|unknown top-level key)"),
     ("[" + ".".join(["a"] * 3000) + "]\n", "TOML|a|nest|key"),
-    ("x = {" + "a = {" * 3000 + "}" * 3001 + "\n", r"c\.toml: TOML nested too deeply"),
+    # 3,000 nested tables: the parser recurses past Python's limit (a clean error), or, where a
+    # library raised the limit, parses and the key is refused: a clean error either way
+    ("x = {" + "a = {" * 3000 + "}" * 3001 + "\n", r"c\.toml: (TOML nested too deeply|unknown top-level key)"),
     ("", "no claims"),
     ("# only a comment\n", "no claims"),
 ]
