@@ -1,5 +1,5 @@
-"""The scan's model of Triton's ``convert_layout`` lowering (``layoutverify.apps.scan.triton_choice``)
-against Triton itself: our ``invert_and_compose`` and Triton's ``LinearLayout.invert_and_compose``
+"""The model of Triton's ``convert_layout`` lowering (``layoutverify.adapters.triton.lowering``, which
+the scan asks through ``layoutverify.apps.scan.triton_choice``) against Triton itself: our ``invert_and_compose`` and Triton's ``LinearLayout.invert_and_compose``
 give the same decision (registers / shuffles / shared memory) on random surjective pairs, and
 agree bit for bit wherever no broadcast bit is involved. (The decision rules themselves are checked
 against Triton's PTX in tests/test_conversion_ptx.py and tests/test_scan.py.)"""
@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from layoutverify.apps.scan.triton_choice import HW, decide, invert_and_compose, triton_choice
+from layoutverify.adapters.triton.lowering import CLASS_MECHANISM, HW_DIMS as HW, decide, invert_and_compose
+from layoutverify.apps.scan.triton_choice import triton_choice
 from layoutverify.core.layout import Layout
 
 N_PAIRS = 400
@@ -64,7 +65,7 @@ def test_decisions_match_tritons_invert_and_compose():
         theirs = {k: [{h: dict(zip(outs, v)).get(h, 0) for h in HW} for v in vs] for k, vs in comp.bases}
         mine = invert_and_compose(A, B)
         compared += 1
-        same = _cls(decide(theirs, A.f2_bases(), A.in_size("register") == B.in_size("register")).mechanism)
+        same = _cls(CLASS_MECHANISM[decide(theirs, A.f2_bases())[0]])
         ours = _cls(triton_choice(A, B).mechanism)
         assert ours == same, (a, b, ours, same)
         seen.add(ours)

@@ -61,6 +61,7 @@ from layoutverify.core.errors import LayoutError, UnsupportedError
 from layoutverify.core.layout import Layout
 
 from . import linear as _linear  # noqa: F401  (registers linear, blocked, slice, dot_op)
+from . import lowering  # noqa: F401  (Triton's convert_layout choice: adapter("triton").lowering)
 from . import memdesc as _memdesc
 from . import version
 from . import native as _native_module  # before `def native` below, which must win the name
@@ -143,6 +144,11 @@ native_many = _native_module.native_many
 def native(text: str, shape=None, **options) -> Layout:
     """Triton's own layout for ``text`` (installed Triton, in a subprocess); see :mod:`.native`."""
     return _native_module.native(text, shape=shape, **options)
+
+
+def emitted_mechanism(src: Layout, dst: Layout, **options):
+    """The mechanism Triton's ``convert_layout`` lowering emits for ``src -> dst``; see :mod:`.lowering`."""
+    return lowering.emitted_mechanism(src, dst, **options)
 
 
 def native_many(cases, **kw):

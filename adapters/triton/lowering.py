@@ -218,9 +218,6 @@ def gluon_spec(layout: Layout | None = None, text: str | None = None, *, shape=N
             spec = None
         if spec is not None:
             return spec
-        if layout is None:
-            from . import parse
-            layout = parse(text, shape=shape, triton_version=triton_version)
     if layout is None:
         raise LayoutError("gluon_spec needs a layout or Triton text")
     b = _bases(layout, "the layout")

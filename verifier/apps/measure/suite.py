@@ -2,7 +2,6 @@
 ``corpora/conversion_suite.toml``), their canonical layouts and their compile cases."""
 from __future__ import annotations
 
-import importlib
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -34,7 +33,7 @@ class Pair:
 
 def lowering():
     """The Triton adapter's lowering model, reached through the adapter registry."""
-    return importlib.import_module(adapter("triton").__name__ + ".lowering")
+    return adapter("triton").lowering
 
 
 def load_suite(path: str | None = None) -> list[Pair]:
