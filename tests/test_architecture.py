@@ -163,3 +163,12 @@ def test_cycle_finder_finds_a_planted_cycle():
     finally:
         GRAPH.clear()
         GRAPH.update(saved)
+
+
+def test_one_version():
+    """The package's ``__version__`` is the version the wheel is built with (pyproject.toml)."""
+    import tomllib
+
+    import layoutverify
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["version"] == layoutverify.__version__
