@@ -391,7 +391,7 @@ def test_other_errors():
     assert ptx.parse("ldmatrix.x4", shape=(8, 32)).shape == (8, 32)
     assert ptx.list_fragments("m16n8k16.f16") == ["mma.m16n8k16.f16.A", "mma.m16n8k16.f16.B", "mma.m16n8k16.f16.C",
                                                   "mma.sp.m16n8k16.f16.A", "mma.sp.m16n8k16.f16.B",
-                                                  "mma.sp.m16n8k16.f16.C"]
+                                                  "mma.sp.m16n8k16.f16.C", "mma.sp.m16n8k16.f16.E"]
 
 
 # ---------------------------------------------------------------------------------------------

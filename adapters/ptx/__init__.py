@@ -28,7 +28,9 @@ the operand letter is written upper case in canonical names::
     mma.sp[::ordered_metadata][.sync][.aligned].SHAPE[.row.col].TYPES.OPERAND
         SHAPE = m16n8k8 (tf32) | m16n8k16 (f16 bf16 tf32) | m16n8k32 (f16 bf16 s8 u8)
               | m16n8k64 (8-bit, s4 u4) | m16n8k128 (s4 u4 e2m1)
-        A is the packed M x K/2 matrix of non-zeros; B and C/D as the ISA's dense fragments
+        A is the packed M x K/2 matrix of non-zeros; B and C/D as the ISA's dense fragments;
+        OPERAND E = the metadata operand e (takes ATYPE): index field -> (row, packed column)
+        (see :mod:`layoutverify.adapters.ptx.sparse_meta`)
       e.g. mma.sp.m16n8k16.f16.A  mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32.A
 
     tcgen05.ld|st[.sync][.aligned].SHAPE.xNUM[.b32]
@@ -134,15 +136,29 @@ class _Cursor:
         return error(msg, self.text, tok, choices)
 
 
-def _types_and_operand(cur: _Cursor, what: str, full: int = 4) -> tuple[Token, str, Token]:
+def _types_and_operand(cur: _Cursor, what: str, full: int = 4,
+                       metadata: bool = False) -> tuple[Token, str, Token]:
     """Parse ``TYPES.OPERAND`` at the end of an mma/wgmma name: (type token, operand, operand token).
 
     TYPES is one element type, or the instruction's full type list: ``full`` = 4 for mma
-    (DTYPE.ATYPE.BTYPE.CTYPE), 3 for wgmma (DTYPE.ATYPE.BTYPE)."""
+    (DTYPE.ATYPE.BTYPE.CTYPE), 3 for wgmma (DTYPE.ATYPE.BTYPE). ``metadata``: also accept operand
+    ``E`` (mma.sp's metadata ``e``, which takes ATYPE)."""
     rest = cur.rest()
     if not rest:
         raise cur.error(f"{what} needs an element type and an operand (A, B, C or D)", None)
     op_tok = rest[-1]
+    if metadata and op_tok.low == "e":
+        type_toks = rest[:-1]
+        if len(type_toks) == full:
+            for t in type_toks:
+                if t.low not in _ALL_TYPES:
+                    raise cur.error("unknown element type", t, _ALL_TYPES)
+            return type_toks[1], "E", op_tok
+        if len(type_toks) == 1:
+            return type_toks[0], "E", op_tok
+        if not type_toks:
+            raise cur.error(f"{what} needs an element type before the operand", op_tok)
+        raise cur.error("give one element type (ATYPE) or the four types DTYPE.ATYPE.BTYPE.CTYPE", type_toks[0])
     if op_tok.low not in _OPERANDS:
         if op_tok.low in _ALL_TYPES:
             raise cur.error(f"{what} needs the operand (A, B, C or D) after the element type", None)
@@ -231,14 +247,14 @@ def _parse_mma_sp(cur: _Cursor) -> Fragment:
         lays.append(cur.take())
     if lays and [t.low for t in lays] != ["row", "col"]:
         raise cur.error("mma.sp takes A .row and B .col only (.row.col)", lays[0])
-    type_tok, operand, op_tok = _types_and_operand(cur, f"mma.sp.{shape}")
+    type_tok, operand, op_tok = _types_and_operand(cur, f"mma.sp.{shape}", metadata=True)
     dtype = type_tok.low
     frag = _sparse.MMA_SP.get((shape, operand, dtype))
     if frag is None:
         if operand == "B" and (shape, dtype) in _sparse.B_FIGURE_ONLY:
             raise UnsupportedError(_sparse.B_FIGURE_ONLY[(shape, dtype)])
         types = sorted({k[2] for k in _sparse.MMA_SP if k[0] == shape and k[1] == operand})
-        kind = "accumulator (C/D)" if operand == "C" else operand
+        kind = {"C": "accumulator (C/D)", "E": "metadata (E)"}.get(operand, operand)
         raise cur.error(f"mma.sp.{shape} has no {type_tok.text} {kind} fragment", type_tok, types)
     return frag
 

@@ -18,7 +18,7 @@ B and C/D: the ISA says the fragments "are the same as" those of the dense ``mma
 shape and type where they exist (m16n8k16 ``.f16``, m16n8k8 ``.tf32``, m16n8k32 8-bit, m16n8k64
 4-bit B; every C/D); those are reused from :mod:`.mma`. The B fragments the ISA gives only as
 figures (m16n8k32 ``.f16``, m16n8k16 ``.tf32``, m16n8k64 8-bit, m16n8k128 4-bit) and the metadata
-operand (figures 119-147 only) are not modelled.
+operand ``e`` (figures only) are modelled in :mod:`.sparse_meta`.
 
 ``wgmma.sp``: A in registers is given by figures only (Figure 175 and the like); the per-thread
 count (``.f16``: four ``.b32`` registers, two non-zeros each) and CUTLASS's
@@ -165,6 +165,15 @@ def _build() -> None:
 
 
 _build()
+
+
+def _add_metadata() -> None:
+    from .sparse_meta import MMA_SP_E
+    for (shape, t), frag in MMA_SP_E.items():
+        MMA_SP[(shape, "E", t)] = frag
+
+
+_add_metadata()
 
 
 def shapes() -> list[str]:
