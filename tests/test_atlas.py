@@ -40,7 +40,7 @@ REQUIRED = [
     "tcgen05.ld.16x128b.x1", "tcgen05.ld.16x256b.x1", "tcgen05.ld.16x32bx2.x1",
     "v_mfma_f32_16x16x128_f8f6f4.A", "v_mfma_scale_f32_32x32x64_f8f6f4.B", "v_smfmac_f32_16x16x32_f16.A",
     "rdna4.v_swmmac_f32_16x16x32_f16.A",
-    "mma.sp.m16n8k16.f16.E", "mma.sp.m16n8k64.e4m3.E",
+    "mma.sp.m16n8k16.f16.E", "mma.sp.m16n8k64.e4m3.E", "mma.sp.m16n8k32.f16.B", "mma.sp.m16n8k128.e2m1.B",
 ]
 
 #: (fragment, framework) -> the category the atlas must show

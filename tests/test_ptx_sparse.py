@@ -88,12 +88,69 @@ def test_packed_a_of_k16_is_the_dense_k8_a():
     assert compare(ptx.parse("mma.sp.m16n8k16.f16.A"), ptx.parse("mma.m16n8k8.f16.A")).verdict == "equal"
 
 
-def test_figure_only_b_is_refused_by_name():
-    from layoutverify.core.errors import UnsupportedError
-    for name in ("mma.sp.m16n8k32.bf16.B", "mma.sp.m16n8k16.tf32.B", "mma.sp.m16n8k64.s8.B",
-                 "mma.sp.m16n8k128.s4.B"):
-        with pytest.raises(UnsupportedError, match="figures only"):
-            ptx.parse(name)
+# ---------------------------------------------------------------------------------------------
+# B fragments the ISA gives only as figures
+# ---------------------------------------------------------------------------------------------
+#: figure-only B -> (element bits, the dense B of the same type and half the K, its K)
+FIGURE_B = {
+    "mma.sp.m16n8k32.bf16.B": (16, "mma.m16n8k16.bf16.B", 16),
+    "mma.sp.m16n8k16.tf32.B": (32, "mma.m16n8k8.tf32.B", 8),
+    "mma.sp.m16n8k64.e4m3.B": (8, "mma.m16n8k32.e4m3.B", 32),
+    "mma.sp.m16n8k128.e2m1.B": (4, "mma.m16n8k64.e2m1.B", 64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIGURE_B))
+def test_figure_b_is_the_dense_half_k_b_twice(name):
+    """Each figure shows the dense B of half the K (itself checked against the ISA's formulas in
+    test_ptx.py) in the first half of the registers, and the same again K/2 rows further down."""
+    _, dense_name, half = FIGURE_B[name]
+    ours, dense = _coords(ptx.parse(name)), _coords(ptx.parse(dense_name))
+    regs = ptx.fragment(dense_name).registers
+    assert ptx.fragment(name).registers == 2 * regs
+    for (r, lane, w), (row, col) in dense.items():
+        assert ours[(r, lane, w)] == (row, col)
+        assert ours[(r + regs, lane, w)] == (row + half, col)
+
+
+@pytest.mark.parametrize("name", sorted(FIGURE_B))
+def test_figure_b_registers_hold_the_same_words(name):
+    """All four figures put bytes [4 * tig + 16 r, + 4) of column groupID in register r of a thread."""
+    bits = FIGURE_B[name][0]
+    per_reg = 32 // bits
+    for (i, lane, _), (row, col) in _coords(ptx.parse(name)).items():
+        assert col == lane >> 2
+        first = 4 * (lane % 4) + 16 * (i // per_reg)
+        assert first <= row * bits // 8 < first + 4, (name, i, lane, row)
+
+
+def _cutlass_sm120_sparse_blayout(shape):
+    try:
+        import cutlass_library
+    except ImportError:
+        pytest.skip("nvidia-cutlass not installed")
+    p = Path(cutlass_library.__file__).parent / "source/include/cute/atom/mma_traits_sm120_sparse.hpp"
+    if not p.exists():
+        pytest.skip("no SM120 sparse traits in this nvidia-cutlass")
+    text = p.read_text()
+    i = text.index(f"Shape_MNK = Shape<_16, _8, _{shape}>")
+    m = re.search(r"using BLayout\s*=\s*(Layout<.*?>)\s*;", text[i:], re.S)
+    from layoutverify.adapters.cute.interp import evaluate_text
+    return evaluate_text(" ".join(m.group(1).split()))
+
+
+@pytest.mark.parametrize("k,name", [(64, "mma.sp.m16n8k64.e4m3.B"), (128, "mma.sp.m16n8k128.e2m1.B")])
+def test_figure_b_matches_cutlass_sm120_sparse(k, name):
+    """CUTLASS's ``SM120_SPARSE_16x8x64_TN`` / ``SM120_SPARSE_16x8x128_TN_VS`` ``BLayout``:
+    (thread, value) -> (N8, K) column-major; value v is element b_v of the thread."""
+    tv = _cutlass_sm120_sparse_blayout(k)
+    ours = _coords(ptx.parse(name))
+    n_val = tv.mode(1).size()
+    assert (tv.mode(0).size(), n_val) == (32, ptx.fragment(name).registers)
+    for lane in range(32):
+        for v in range(n_val):
+            idx = int(tv(lane + 32 * v))
+            assert ours[(v, lane, 0)] == (idx // 8, idx % 8), (lane, v)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ the operand letter is written upper case in canonical names::
     mma.sp[::ordered_metadata][.sync][.aligned].SHAPE[.row.col].TYPES.OPERAND
         SHAPE = m16n8k8 (tf32) | m16n8k16 (f16 bf16 tf32) | m16n8k32 (f16 bf16 s8 u8)
               | m16n8k64 (8-bit, s4 u4) | m16n8k128 (s4 u4 e2m1)
-        A is the packed M x K/2 matrix of non-zeros; B and C/D as the ISA's dense fragments;
+        A is the packed M x K/2 matrix of non-zeros; B and C/D as the ISA's dense fragments or,
+        where the ISA draws B (m16n8k32 f16, m16n8k16 tf32, m16n8k64 8-bit, m16n8k128 4-bit), its figures;
         OPERAND E = the metadata operand e (takes ATYPE): index field -> (row, packed column)
         (see :mod:`layoutverify.adapters.ptx.sparse_meta`)
       e.g. mma.sp.m16n8k16.f16.A  mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32.A
@@ -251,8 +252,6 @@ def _parse_mma_sp(cur: _Cursor) -> Fragment:
     dtype = type_tok.low
     frag = _sparse.MMA_SP.get((shape, operand, dtype))
     if frag is None:
-        if operand == "B" and (shape, dtype) in _sparse.B_FIGURE_ONLY:
-            raise UnsupportedError(_sparse.B_FIGURE_ONLY[(shape, dtype)])
         types = sorted({k[2] for k in _sparse.MMA_SP if k[0] == shape and k[1] == operand})
         kind = {"C": "accumulator (C/D)", "E": "metadata (E)"}.get(operand, operand)
         raise cur.error(f"mma.sp.{shape} has no {type_tok.text} {kind} fragment", type_tok, types)

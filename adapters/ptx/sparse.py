@@ -17,8 +17,17 @@ elements of the same row and span (the ISA numbers them consecutively). The dens
 B and C/D: the ISA says the fragments "are the same as" those of the dense ``mma`` of the same
 shape and type where they exist (m16n8k16 ``.f16``, m16n8k8 ``.tf32``, m16n8k32 8-bit, m16n8k64
 4-bit B; every C/D); those are reused from :mod:`.mma`. The B fragments the ISA gives only as
-figures (m16n8k32 ``.f16``, m16n8k16 ``.tf32``, m16n8k64 8-bit, m16n8k128 4-bit) and the metadata
-operand ``e`` (figures only) are modelled in :mod:`.sparse_meta`.
+figures (m16n8k32 ``.f16``/``.bf16``, m16n8k16 ``.tf32``, m16n8k64 8-bit, m16n8k128 4-bit; §9.7.14.6.2:
+"For matrix B, when the combination of matrix dimension and the supported data type is not already
+covered in Matrix multiply-accumulate operation using mma instruction, a pictorial representation of
+matrix fragments is provided") are transcribed from those figures below (``b_figure_*``): each is
+the dense B of the same type and half the K (m16n8k16 ``.f16``, m16n8k8 ``.tf32``, m16n8k32 8-bit,
+m16n8k64 4-bit) for the first half of the registers, and again 16 (8, 32, 64) rows further down for
+the second half. All four put the same 32-bit words in the same registers (register ``r`` of thread
+``t`` holds bytes ``[4 * tig + 16 r, 4 * tig + 16 r + 4)`` of B's column ``groupID``).
+``tests/test_ptx_sparse.py`` checks the 8-bit and 4-bit ones against CUTLASS's SM120 sparse
+``BLayout`` and all four against that shared byte footprint. The metadata operand ``e`` is in
+:mod:`.sparse_meta`.
 
 ``wgmma.sp``: A in registers is given by figures only (Figure 175 and the like); the per-thread
 count (``.f16``: four ``.b32`` registers, two non-zeros each) and CUTLASS's
@@ -94,6 +103,32 @@ def a_m16n8k128_i4(r, lane, warp):
     return group_id(lane) + bit(r, 3) * 8, thread_in_group(lane) * 8 + (r & 7) + bit(r, 4) * 32
 
 
+# ---------------------------------------------------------------------------------------------
+# B fragments given only as figures (§9.7.14.6.2.2, .3, .6, .8); col = groupID throughout
+# ---------------------------------------------------------------------------------------------
+
+
+def b_figure_m16n8k32_f16(r, lane, warp):
+    """Figure for m16n8k32 .f16/.bf16 B (b0..b7): row = threadID_in_group * 2 + (i & 1) + 8 * (i >> 1)
+    (b0, b1 rows 0-7; b2, b3 rows 8-15; b4, b5 rows 16-23; b6, b7 rows 24-31)."""
+    return thread_in_group(lane) * 2 + bit(r, 0) + (r >> 1) * 8, group_id(lane)
+
+
+def b_figure_m16n8k16_tf32(r, lane, warp):
+    """Figure for m16n8k16 .tf32 B (b0..b3): row = threadID_in_group + 4 * i."""
+    return thread_in_group(lane) + r * 4, group_id(lane)
+
+
+def b_figure_m16n8k64_i8(r, lane, warp):
+    """Figure for m16n8k64 8-bit B (b0..b15): row = threadID_in_group * 4 + (i & 3) + 16 * (i >> 2)."""
+    return thread_in_group(lane) * 4 + (r & 3) + (r >> 2) * 16, group_id(lane)
+
+
+def b_figure_m16n8k128_i4(r, lane, warp):
+    """Figure for m16n8k128 4-bit B (b0..b31): row = threadID_in_group * 8 + (i & 7) + 32 * (i >> 3)."""
+    return thread_in_group(lane) * 8 + (r & 7) + (r >> 3) * 32, group_id(lane)
+
+
 #: the ISA's column spans, for checking the packing: fragment -> (span width W, firstcol(i, tig))
 SPANS = {
     "m16n8k16.f16": (4, lambda i, t: t * 4),
@@ -107,23 +142,23 @@ SPANS = {
 }
 
 #: (shape, A types, registers (= non-zero elements per thread), formula, section, span key,
-#:  dense B fragment the ISA refers to or None, accumulator types)
+#:  B: "dense" (the ISA's "same as" reference) or (figure formula, B registers), accumulator types)
 _TABLE = [
-    ("m16n8k16", ("f16", "bf16"), 4, a_m16n8k16_f16, "1", "m16n8k16.f16", "f16", ("f16", "f32")),
-    ("m16n8k32", ("f16", "bf16"), 8, a_m16n8k32_f16, "2", "m16n8k32.f16", None, ("f16", "f32")),
-    ("m16n8k16", ("tf32",), 4, a_m16n8k16_tf32, "3", "m16n8k16.tf32", None, ("f32",)),
-    ("m16n8k8", ("tf32",), 2, a_m16n8k8_tf32, "4", "m16n8k8.tf32", "tf32", ("f32",)),
-    ("m16n8k32", ("s8", "u8"), 8, a_m16n8k32_i8, "5", "m16n8k32.s8", "s8", ("s32",)),
+    ("m16n8k16", ("f16", "bf16"), 4, a_m16n8k16_f16, "1", "m16n8k16.f16", "dense", ("f16", "f32")),
+    ("m16n8k32", ("f16", "bf16"), 8, a_m16n8k32_f16, "2", "m16n8k32.f16", (b_figure_m16n8k32_f16, 8),
+     ("f16", "f32")),
+    ("m16n8k16", ("tf32",), 4, a_m16n8k16_tf32, "3", "m16n8k16.tf32", (b_figure_m16n8k16_tf32, 4), ("f32",)),
+    ("m16n8k8", ("tf32",), 2, a_m16n8k8_tf32, "4", "m16n8k8.tf32", "dense", ("f32",)),
+    ("m16n8k32", ("s8", "u8"), 8, a_m16n8k32_i8, "5", "m16n8k32.s8", "dense", ("s32",)),
     ("m16n8k64", ("s8", "u8", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1"), 16, a_m16n8k64_i8, "6", "m16n8k64.s8",
-     None, ("s32", "f32", "f16")),
-    ("m16n8k64", ("s4", "u4"), 16, a_m16n8k64_i4, "7", "m16n8k64.s4", "s4", ("s32",)),
-    ("m16n8k128", ("s4", "u4", "e2m1"), 32, a_m16n8k128_i4, "8", "m16n8k128.s4", None, ("s32", "f32")),
+     (b_figure_m16n8k64_i8, 16), ("s32", "f32", "f16")),
+    ("m16n8k64", ("s4", "u4"), 16, a_m16n8k64_i4, "7", "m16n8k64.s4", "dense", ("s32",)),
+    ("m16n8k128", ("s4", "u4", "e2m1"), 32, a_m16n8k128_i4, "8", "m16n8k128.s4", (b_figure_m16n8k128_i4, 32),
+     ("s32", "f32")),
 ]
 
 #: (shape, operand, element type) -> Fragment
 MMA_SP: dict[tuple[str, str, str], Fragment] = {}
-#: (shape, A type) -> why B is not modelled
-B_FIGURE_ONLY: dict[tuple[str, str], str] = {}
 
 
 def _mnk(shape: str) -> tuple[int, int, int]:
@@ -150,14 +185,17 @@ def _build() -> None:
                 name=f"mma.sp.{shape}.{t}.A", operand="A", rows=m, cols=k // 2, registers=regs, coords=coords,
                 source=src, note=f"packed A: the {m}x{k // 2} non-zero elements; dense column = 2 * packed "
                                  f"column rounded down to the span + the metadata index")
-            dense = _dense_b(shape, t) if b_ref is not None else None
-            if dense is not None:
+            if b_ref == "dense":
+                dense = _dense_b(shape, t)
+                assert dense is not None, (shape, t)
                 MMA_SP[(shape, "B", t)] = Fragment(
                     name=f"mma.sp.{shape}.{t}.B", operand="B", rows=dense.rows, cols=dense.cols,
                     registers=dense.registers, coords=dense.coords, source=f"{src} (same as {dense.name})")
             else:
-                B_FIGURE_ONLY[(shape, t)] = (f"mma.sp.{shape} .{t} B is given by figures only in {src}; "
-                                             f"not modelled")
+                b_coords, b_regs = b_ref
+                MMA_SP[(shape, "B", t)] = Fragment(
+                    name=f"mma.sp.{shape}.{t}.B", operand="B", rows=k, cols=n, registers=b_regs,
+                    coords=b_coords, source=f"{src} (figure for matrix B)")
         for c in c_types:
             MMA_SP[(shape, "C", c)] = Fragment(
                 name=f"mma.sp.{shape}.{c}.C", operand="C", rows=m, cols=n, registers=4, coords=mma.c_m16n8,
