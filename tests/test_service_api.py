@@ -107,6 +107,13 @@ def test_prove_matches_cli_and_triton(server):
     # text by Accept header
     status, _, text = http("POST", server.url + "/v1/prove", body, headers={"Accept": "text/plain"})
     assert status == 200 and text.decode().startswith("verdict: not_equal\n")
+    status, _, text = http("GET", server.url + f"/v1/results/{got['id']}", headers={"Accept": "text/plain"})
+    assert status == 200 and text.decode().startswith("verdict: not_equal\n")
+    status, _, text = http("POST", server.url + "/v1/show", {"spec": body["a"], "shape": "32x32"},
+                           headers={"Accept": "text/plain"})
+    assert status == 200 and "kind: layout" in text.decode().split("\n")
+    status, shown = jhttp("POST", server.url + "/v1/show", {"spec": body["a"], "shape": "32x32"})
+    assert status == 200 and shown["kind"] == "layout"      # JSON stays the default
 
 
 def test_mma_accumulator_equals_ptx_fragment(server):

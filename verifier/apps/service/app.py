@@ -291,6 +291,25 @@ def proof_text(d: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def document_text(d: dict) -> str:
+    """Any answer as text (``Accept: text/plain``): a proof as ``layoutverify prove`` prints it;
+    other documents as ``field: value`` lines, nested values as one line of JSON each."""
+    import json
+    if d.get("kind") == "proof":
+        return proof_text(d)
+    lines = []
+    for k, v in d.items():
+        if k == "schema":
+            continue
+        lines.append(f"{k}: {v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v)}")
+    return "\n".join(lines) + "\n"
+
+
+def _as_requested(request: Request, out: dict):
+    """``out`` as JSON, or as text when the client asks for ``text/plain``."""
+    return PlainTextResponse(document_text(out)) if _wants_text(request) else out
+
+
 def _wants_text(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     return "text/plain" in accept and "application/json" not in accept
@@ -380,22 +399,19 @@ def create_app(config: Config | None = None) -> FastAPI:
               summary="Prove two layouts equal, or get a counterexample")
     async def prove(request: Request):
         require_token(request)
-        out = await service.prove(await rq.parse(request, rq.ProveRequest))
-        if _wants_text(request):
-            return PlainTextResponse(proof_text(out))
-        return out
+        return _as_requested(request, await service.prove(await rq.parse(request, rq.ProveRequest)))
 
     @app.post("/v1/analyze", openapi_extra=rq.schema_body(rq.AnalyzeRequest), tags=["proofs"],
               summary="Cost of a conversion A -> B, or the properties of one layout")
     async def analyze(request: Request):
         require_token(request)
-        return await service.analyze(await rq.parse(request, rq.AnalyzeRequest))
+        return _as_requested(request, await service.analyze(await rq.parse(request, rq.AnalyzeRequest)))
 
     @app.post("/v1/show", openapi_extra=rq.schema_body(rq.ShowRequest), tags=["proofs"],
               summary="A layout's canonical form (dims, bases or table) and fingerprint")
     async def show(request: Request):
         require_token(request)
-        return await service.show(await rq.parse(request, rq.ShowRequest))
+        return _as_requested(request, await service.show(await rq.parse(request, rq.ShowRequest)))
 
     @app.post("/v1/check", openapi_extra=rq.schema_body(rq.CheckRequest), tags=["jobs"],
               summary="Check a corpus: JSON {\"corpus\": TOML text}, or the TOML itself with Content-Type "
@@ -422,11 +438,11 @@ def create_app(config: Config | None = None) -> FastAPI:
         return service.job_json(j)
 
     @app.get("/v1/results/{rid}", tags=["results"], summary="A stored result")
-    async def result(rid: str):
+    async def result(rid: str, request: Request):
         row = await service.db(service.store.get, rid)
         if row is None:
             raise rq.RequestError(404, "not_found", f"no result {rid!r}")
-        return stored_json(row)
+        return _as_requested(request, stored_json(row))
 
     @app.get("/v1/results/{rid}/smt2", tags=["results"], summary="The SMT-LIB2 queries of a z3 proof",
              response_class=PlainTextResponse)
