@@ -94,7 +94,7 @@ async def read_body(request, limit: int = MAX_BODY) -> bytes:
     """The raw body, at most ``limit`` bytes (HTTP 413 otherwise, before reading it all)."""
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.isdigit():
+        if not (declared.isascii() and declared.isdigit()):
             raise RequestError(400, "bad_request", "Content-Length is not a number")
         if int(declared) > limit:
             raise RequestError(413, "body_too_large", f"request body of {declared} bytes is over the limit of {limit}")
