@@ -1,4 +1,5 @@
-"""Differential sweep: CuTe's dynamic integers, negative strides and ``make_swizzle`` against
+"""Differential sweep: CuTe's dynamic integers (also in ``complement``, the divides and the
+products), negative strides and ``make_swizzle`` against
 compiled CuTe C++ (the nvidia-cutlass wheel's headers, g++; one program for all cases).
 
 For every seeded case (``tests/cute_cpp/dynamic_cases.py``, >= 500) our value must print exactly
@@ -28,7 +29,10 @@ def test_sweep_is_large_enough():
     ops = {c.op for c in CASES}
     assert len(CASES) >= 500
     assert {"layout", "coalesce", "right_inverse", "left_inverse", "make_layout", "make_swizzle",
-            "right_inverse_swizzled", "left_inverse_swizzled", "composition"} <= ops
+            "right_inverse_swizzled", "left_inverse_swizzled", "composition", "complement"} <= ops
+    for family in ("divide", "product"):                 # each of logical/zipped/tiled/flat_<family>
+        assert all(sum(c.op == f"{k}_{family}" for c in CASES) >= 10 for k in ("logical", "zipped", "tiled", "flat"))
+    assert sum(c.op == "complement" for c in CASES) >= 50
     texts = " ".join(c.text for c in CASES)
     assert ":_-" in texts or ",_-" in texts or "(_-" in texts       # static negative strides
     assert any(ch.isdigit() for ch in texts.replace("_", " "))          # dynamic integers
@@ -61,7 +65,11 @@ def test_readings_without_cplusplus():
     with pytest.raises(LayoutError, match="static strides"):          # C++: static_assert
         evaluate("left_inverse((_4,_2):(2,_1))")
     with pytest.raises(UnsupportedError, match="dynamic"):            # not modelled: refused, not guessed
-        evaluate("logical_divide((_8,4):(_1,_8), (_2,_2))")
+        evaluate("blocked_product((_8,4):(_1,_8), (_2,_2))")
+    with pytest.raises(LayoutError, match="rank-1"):                  # C++: static_assert (dynamic strides)
+        evaluate("complement((_4,_2):(2,_8))")
+    with pytest.raises(LayoutError, match="zero"):                    # C++ would divide by zero at run time
+        evaluate("complement(_4:0)")
     with pytest.raises(ParseError, match="dynamic integer") as e:     # the CuTe DSL's print of a run-time int
         evaluate("(4,8):(?,1)")
     assert e.value.column == 8

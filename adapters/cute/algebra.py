@@ -159,7 +159,7 @@ def coalesce_x(layout: CuteLayout, profile: IntTuple | None = None) -> CuteLayou
 def _filter_zeros_tuple(stride: IntTuple, shape: IntTuple) -> IntTuple:
     if is_tuple(stride):
         return tuple(_filter_zeros_tuple(d, s) for d, s in zip(stride, shape))
-    return 1 if stride == 0 else shape
+    return 1 if (stride == 0 and is_static(stride)) else shape     # C++ is_constant<0>: a static 0 only
 
 
 @_composed
@@ -254,29 +254,78 @@ def composition(lhs, rhs):
 # ---------------------------------------------------------------------------------------------
 # complement, inverses
 # ---------------------------------------------------------------------------------------------
+def _div(a: int, b: int) -> int:
+    """C++ ``a / b`` on CuTe integers: truncating, dynamic if an operand is."""
+    if int(b) == 0:
+        raise LayoutError(f"division of {a} by zero (CuTe C++ would divide by zero{'' if is_static(b) else ' at run time'})")
+    q = abs(int(a)) // abs(int(b))
+    return _typed_int(q if (int(a) < 0) == (int(b) < 0) else -q, a, b)
+
+
+def _ceil_div_typed(a: IntTuple, b: int) -> IntTuple:
+    """C++ ``ceil_div(a, b)`` with an integer ``b`` (``(a + b - _1) / b``; a tuple ``a`` folds ``b``
+    across its modes), static unless an operand is dynamic."""
+    if is_tuple(a):
+        out, rest = [], b
+        for ai in a:
+            out.append(_ceil_div_typed(ai, rest))
+            rest = _ceil_div_typed(rest, ai) if not is_tuple(ai) else _ceil_div_typed(rest, product(ai))
+        return tuple(out)
+    return _div(_typed_int(int(a) + int(b) - 1, a, b), b)
+
+
+def coalesce_shape(shape: IntTuple) -> IntTuple:
+    """C++ ``coalesce(Shape)``: multiply adjacent leaves that are both static or both dynamic
+    (``(_2,_4,3,5,_2)`` -> ``(_8,15,_2)``); one leaf left is an integer."""
+    flat = leaves(shape) if is_tuple(shape) else [shape]
+    out = [flat[0]]
+    for a in flat[1:]:
+        if is_static(out[-1]) == is_static(a):
+            out[-1] = mul(out[-1], a)
+        else:
+            out.append(a)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def cosize_typed(layout: CuteLayout) -> int:
+    """C++ ``cosize(layout)`` = ``size(coshape(layout))``: ``1 + sum((s - 1) * |d|)``, typed as C++
+    types it (``s - _1`` and ``_0 * x`` static; a sum with a dynamic term dynamic)."""
+    total: int = 0
+    for s, d in zip(leaves(layout.shape), leaves(layout.stride)):
+        term = mul(_typed_int(int(s) - 1, s), _typed_int(abs(int(d)), d))
+        total = _typed_int(int(total) + int(term), total, term)
+    return _typed_int(int(total) + 1, total)
+
+
 def _complement(shape: IntTuple, stride: IntTuple, cotarget: IntTuple) -> CuteLayout:
-    if not is_tuple(stride) and stride == 0:
-        n = product(cotarget)
+    """C++ ``detail::complement`` on a filtered layout, with its static/dynamic rules: a static
+    stride 0 is the special case; dynamic strides only for rank 1 (C++ static_asserts otherwise);
+    only a *static* zero shape is reported as non-injective."""
+    if not is_tuple(stride) and stride == 0 and is_static(stride):
+        n = coalesce_shape(cotarget)
         return CuteLayout(n, compact_left(n)[0])
     shapes, strides = list(wrap(shape)), list(wrap(stride))
     r = len(shapes)
+    if r > 1 and not is_static(stride):
+        raise LayoutError("complement: dynamic strides only for rank-1 layouts (CuTe C++ static_assert "
+                          "'Dynamic-stride complement only for rank-1 layouts')")
     result_shape: list[int] = []
     result_stride: list[int] = [1]
     for i in range(r - 1):
         min_stride = min(strides)
         idx = strides.index(min_stride)
-        new_shape = min_stride // result_stride[i]
-        if new_shape == 0:
+        new_shape = _div(min_stride, result_stride[i])
+        if new_shape == 0 and is_static(new_shape):
             raise LayoutError("complement: the layout is not injective (non-injective layout detected)")
         result_shape.append(new_shape)
-        result_stride.append(min_stride * shapes[idx])
+        result_stride.append(mul(min_stride, shapes[idx]))
         del shapes[idx], strides[idx]
-    new_shape = strides[0] // result_stride[r - 1]
-    if new_shape == 0:
+    new_shape = _div(strides[0], result_stride[r - 1])
+    if new_shape == 0 and is_static(new_shape):
         raise LayoutError("complement: the layout is not injective (non-injective layout detected)")
     result_shape.append(new_shape)
-    new_stride = strides[0] * shapes[0]
-    rest_shape = product(ceil_div(cotarget, new_stride))
+    new_stride = mul(strides[0], shapes[0])
+    rest_shape = coalesce_shape(_ceil_div_typed(cotarget, new_stride))
     rest_stride = compact_left(rest_shape, new_stride)[0]
     return coalesce(CuteLayout((tuple(result_shape), rest_shape), (tuple(result_stride), rest_stride)))
 
@@ -291,7 +340,7 @@ def complement(layout, cotarget: IntTuple | None = None) -> CuteLayout:
         raise LayoutError(f"complement needs a layout, got {fmt_tiler(layout)}")
     f = filter_layout(layout)
     if cotarget is None:
-        cotarget = f.cosize()
+        cotarget = cosize_typed(f)
     elif not all(is_int(c) and c >= 1 for c in leaves(cotarget)):
         raise LayoutError(f"the cotarget {fmt_tiler(cotarget)} of complement must be positive integers")
     return _complement(f.shape, f.stride, cotarget)
@@ -402,10 +451,9 @@ def _as_tiler_layout(t) -> CuteLayout:
     if isinstance(t, CuteLayout):
         return t
     if is_int(t):
-        n = int(t)
-        if n < 1:
-            raise LayoutError(f"tile size {n} must be positive")
-        return CuteLayout(n, compact_left(n)[0])
+        if int(t) < 1:
+            raise LayoutError(f"tile size {t} must be positive")
+        return CuteLayout(t, compact_left(t)[0])        # C++ make_layout(n): n:_1 (a dynamic n stays dynamic)
     raise LayoutError(f"not a tile: {fmt_tiler(t)}")
 
 
@@ -503,7 +551,7 @@ def flat_divide(layout: CuteLayout, tiler) -> CuteLayout:
 def logical_product(block: CuteLayout, tiler) -> CuteLayout:
     """C++ ``logical_product(block, tiler)``: ``(block, complement-of-block composed with tiler)``."""
     if isinstance(tiler, CuteLayout):
-        comp = complement(block, block.size() * tiler.cosize())
+        comp = complement(block, mul(block.size(), cosize_typed(tiler)))
         return make_layout(block, composition(comp, tiler))
     if is_tuple(tiler):
         return _transform_layout(block, tiler, logical_product)

@@ -52,7 +52,8 @@ class SmemFlag:
 #: functions that follow CuTe C++'s static/dynamic integer rules (see :mod:`.layout`); the others
 #: refuse dynamic integers rather than give C++'s static answer for a dynamic input
 DYNAMIC_OPS = {"coalesce", "composition", "right_inverse", "left_inverse", "make_layout", "compact_col_major",
-               "compact_row_major", "get", "layout"}
+               "compact_row_major", "get", "layout", "complement", "logical_divide", "zipped_divide",
+               "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product", "flat_product"}
 
 _STATIC_LITERAL = re.compile(r"(?<![A-Za-z0-9_])_-?[0-9]")
 

@@ -14,8 +14,11 @@ algorithms differently for dynamic integers, and so do the functions here that t
 ``coalesce`` merges or drops a mode only when it can decide at compile time (static shapes and
 strides), ``composition`` takes its shortcuts (a stride-0 or size-1 mode) and checks divisibility
 only for static values (so dynamic ones keep size-1 modes C++ keeps), ``right_inverse`` ignores
-dynamic strides, ``left_inverse`` requires static strides, and ``compact_*`` give a size-1 mode
-stride 0 only when the 1 is static. Arithmetic keeps CuTe's types:
+dynamic strides, ``left_inverse`` requires static strides, ``compact_*`` give a size-1 mode
+stride 0 only when the 1 is static, ``complement`` treats only a static stride 0 specially, allows
+dynamic strides at rank 1 only, reports only a static zero shape as non-injective and coalesces its
+rest shape static-with-static, dynamic-with-dynamic (so the divides and products, built from
+``complement`` and ``composition``, follow C++ too). Arithmetic keeps CuTe's types:
 static op static is static, anything with a dynamic operand is dynamic, except a static ``0``
 times anything (``_0``). Other algebra refuses dynamic integers (:class:`UnsupportedError`)
 rather than guess (see :data:`DYNAMIC_OPS` in the interpreter). :func:`fmt` prints plain integers,

@@ -176,7 +176,64 @@ def dynamic_cases(seed: int = 20261125) -> list[Case]:
             continue
         add(f"{inv}_swizzled", text, cpp)
         added += 1
+    # 9. complement, the divides and the products with static and dynamic integers; draws CuTe
+    #    rejects at compile time (its static_asserts: dynamic-stride complement of rank > 1, a
+    #    statically non-injective layout, the divisibility conditions) are skipped, as we refuse them
+    _algebra_cases(seed + 8, add)
     return out
+
+
+def _int_tuple_tiler(gen: Gen, shape):
+    """A tuple tiler of integers, one per mode of ``shape``, each dividing the mode's size."""
+    modes = shape if isinstance(shape, tuple) else (shape,)
+    k = gen.rng.randint(1, len(modes))
+    ints = []
+    for m in modes[:k]:
+        size = 1
+        for v in _leaves(m):
+            size *= v.value
+        ints.append(gen.int_(gen.rng.choice([d for d in (1, 2, 3, 4) if size % d == 0])))
+    return "(" + ",".join(i.text() for i in ints) + ")", "T(" + ",".join(i.cpp() for i in ints) + ")"
+
+
+def _algebra_cases(seed: int, add) -> None:
+    g = Gen(seed, p_dynamic=0.4)
+    counts = {"complement": 0, "divide": 0, "product": 0}
+    want = {"complement": 60, "divide": 80, "product": 80}
+    tries = 0
+    while any(counts[k] < want[k] for k in counts) and tries < 20000:
+        tries += 1
+        kind = g.rng.choice([k for k in counts if counts[k] < want[k]])
+        sh, st = g.layout(compact=g.rng.random() < 0.8)
+        lt, lc = layout_text(sh, st), layout_cpp(sh, st)
+        if kind == "complement":
+            if g.rng.random() < 0.5:
+                op, text, cpp = "complement", f"complement({lt})", f"complement({lc})"
+            else:
+                size = 1
+                for v in _leaves(sh):
+                    size *= v.value
+                cot = g.int_(size * g.rng.choice([1, 2, 3, 4]))
+                op, text, cpp = "complement", f"complement({lt}, {cot.text()})", f"complement({lc}, {cot.cpp()})"
+        else:
+            ops = ["logical", "zipped", "tiled", "flat"]
+            fn = f"{g.rng.choice(ops)}_{kind}"
+            if kind == "divide" and g.rng.random() < 0.5:
+                size = 1
+                for v in _leaves(sh):
+                    size *= v.value
+                tsh, tst = _sub_layout(g, size)
+                tt, tc = layout_text(tsh, tst), layout_cpp(tsh, tst)
+            elif kind == "product" and g.rng.random() < 0.6:
+                tsh, tst = g.layout(compact=True, max_rank=2)
+                tt, tc = layout_text(tsh, tst), layout_cpp(tsh, tst)
+            else:
+                tt, tc = _int_tuple_tiler(g, sh)
+            op, text, cpp = fn, f"{fn}({lt}, {tt})", f"{fn}({lc}, {tc})"
+        if not _we_accept(text):
+            continue
+        add(op, text, cpp)
+        counts[kind] += 1
 
 
 #: swizzle-inverse draws CuTe C++ would not compile (filled by dynamic_cases)
