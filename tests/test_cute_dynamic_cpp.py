@@ -33,6 +33,7 @@ def test_sweep_is_large_enough():
     for family in ("divide", "product"):                 # each of logical/zipped/tiled/flat_<family>
         assert all(sum(c.op == f"{k}_{family}" for c in CASES) >= 10 for k in ("logical", "zipped", "tiled", "flat"))
     assert sum(c.op == "complement" for c in CASES) >= 50
+    assert sum(c.op in ("blocked_product", "raked_product") for c in CASES) >= 40
     texts = " ".join(c.text for c in CASES)
     assert ":_-" in texts or ",_-" in texts or "(_-" in texts       # static negative strides
     assert any(ch.isdigit() for ch in texts.replace("_", " "))          # dynamic integers
@@ -65,7 +66,7 @@ def test_readings_without_cplusplus():
     with pytest.raises(LayoutError, match="static strides"):          # C++: static_assert
         evaluate("left_inverse((_4,_2):(2,_1))")
     with pytest.raises(UnsupportedError, match="dynamic"):            # not modelled: refused, not guessed
-        evaluate("blocked_product((_8,4):(_1,_8), (_2,_2))")
+        evaluate("tile_to_shape((_2,2):(_1,_2), (_4,_4))")
     with pytest.raises(LayoutError, match="rank-1"):                  # C++: static_assert (dynamic strides)
         evaluate("complement((_4,_2):(2,_8))")
     with pytest.raises(LayoutError, match="zero"):                    # C++ would divide by zero at run time

@@ -53,7 +53,8 @@ class SmemFlag:
 #: refuse dynamic integers rather than give C++'s static answer for a dynamic input
 DYNAMIC_OPS = {"coalesce", "composition", "right_inverse", "left_inverse", "make_layout", "compact_col_major",
                "compact_row_major", "get", "layout", "complement", "logical_divide", "zipped_divide",
-               "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product", "flat_product"}
+               "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product", "flat_product",
+               "blocked_product", "raked_product"}
 
 _STATIC_LITERAL = re.compile(r"(?<![A-Za-z0-9_])_-?[0-9]")
 

@@ -180,6 +180,35 @@ def dynamic_cases(seed: int = 20261125) -> list[Case]:
     #    rejects at compile time (its static_asserts: dynamic-stride complement of rank > 1, a
     #    statically non-injective layout, the divisibility conditions) are skipped, as we refuse them
     _algebra_cases(seed + 8, add)
+    # 10. blocked_product / raked_product (rank-sensitive products)
+    gb = Gen(seed + 9, p_dynamic=0.4)
+    added = 0
+    while added < 40:
+        fn = gb.rng.choice(["blocked_product", "raked_product"])
+        sh, st = gb.layout(compact=True, max_rank=2)
+        if gb.rng.random() < 0.6:
+            tsh, tst = gb.layout(compact=True, max_rank=2)
+            tt, tc = layout_text(tsh, tst), layout_cpp(tsh, tst)
+        else:
+            tt, tc = _int_tuple_tiler(gb, sh)
+            tt, tc = tt, "make_layout(" + tc.replace("T(", "S(", 1) + ")"
+            tt = f"make_layout({tt})"
+        text = f"{fn}({layout_text(sh, st)}, {tt})"
+        if not _we_accept(text):
+            continue
+        add(fn, text, f"{fn}({layout_cpp(sh, st)}, {tc})")
+        added += 1
+    # 11. complement with a shape (mixed static/dynamic) as cotarget, as logical_divide passes it
+    gt = Gen(seed + 10, p_dynamic=0.5)
+    added = 0
+    while added < 30:
+        sh, st = gt.layout(compact=True, max_rank=2)
+        cot = tuple(gt.int_(gt.rng.choice([2, 4, 8, 16])) for _ in range(gt.rng.randint(2, 3)))
+        text = f"complement({layout_text(sh, st)}, {_tuple_text(cot)})"
+        if not _we_accept(text):
+            continue
+        add("complement", text, f"complement({layout_cpp(sh, st)}, {_tuple_cpp(cot)})")
+        added += 1
     return out
 
 
