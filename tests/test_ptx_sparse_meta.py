@@ -129,3 +129,65 @@ def test_metadata_operand_names_and_errors():
         ptx.fragment("mma.sp.m16n8k16.f32.E")
     with pytest.raises(LayoutError):
         ptx.fragment("mma.m16n8k16.f16.E")             # dense mma has no metadata operand
+
+
+# wgmma.sp metadata of the whole warpgroup (128 threads) against CUTLASS's SM90 sparse GMMA ELayouts
+WGMMA_E = [
+    # (ELayout name, our fragment, (index bits, dense chunk width, non-zeros per chunk))
+    ("ELayout_64x32", "wgmma.sp.m64n64k32.f16.E", (2, 4, 2)),
+    ("ELayout_64x32", "wgmma.sp.m64n256k32.bf16.E", (2, 4, 2)),
+    ("ELayout_64x16", "wgmma.sp.m64n8k16.tf32.E", (4, 2, 1)),
+    ("ELayout_64x64", "wgmma.sp.m64n128k64.e4m3.E", (2, 4, 2)),
+    ("ELayout_64x64", "wgmma.sp.m64n64k64.s8.E", (2, 4, 2)),
+]
+
+
+@pytest.mark.parametrize("elayout,name,facts", WGMMA_E, ids=[c[1] for c in WGMMA_E])
+def test_wgmma_sp_metadata_matches_cutlass_for_the_warpgroup(elayout, name, facts):
+    text = _header("mma_traits_sm90_gmma_sparse.hpp")
+    m = re.search(rf"using {elayout}\s*=\s*(Layout<.*?>)\s*;", text, re.S)
+    assert m, elayout
+    from layoutverify.adapters.cute.interp import evaluate_text
+    tv = evaluate_text(" ".join(m.group(1).split()))
+    bits, chunk, nz = facts
+    frag = ptx.fragment(name)
+    assert (frag.rows, frag.layout().hardware_indices().shape[0]) == (64, frag.registers * 128)
+    n_thr, n_val = tv.mode(0).size(), tv.mode(1).size()
+    assert n_thr == 128 and (bits * n_val) % 32 == 0
+    per_field = bits * n_val // 32
+    cells = {tuple(int(x) for x in h[:3]): tuple(int(v) for v in c)
+             for h, c in zip(frag.layout().hardware_indices(), frag.layout().table())}
+    covered = set()
+    for thread in range(128):
+        lane, warp = thread % 32, thread // 32
+        for j in range(frag.registers):
+            row, pc = cells[(j, lane, warp)]
+            dense = [int(tv(thread + n_thr * v)) for v in range(j * per_field, (j + 1) * per_field)]
+            assert {d % 64 for d in dense} == {row}, (thread, j, row, [(d % 64, d // 64) for d in dense])
+            assert {(d // 64) // chunk for d in dense} == {pc // nz}, (thread, j, pc, [d // 64 for d in dense])
+            assert j % nz == pc % nz, "indices of one chunk in bit order"
+            covered.update(dense)
+    # every dense (row, k) of the 64 x K A is described (by the selected threads of CuTe's stride-0 modes)
+    k = int(name.split("k")[1].split(".")[0])
+    assert covered == set(range(64 * k))
+
+
+def test_wgmma_sp_metadata_names_and_errors():
+    assert ptx.fragment("wgmma.mma_async.sp.sync.aligned.m64n64k32.f32.bf16.bf16.E").name == \
+        "wgmma.sp.m64n64k32.bf16.E"
+    # N does not change the metadata
+    a, b = ptx.fragment("wgmma.sp.m64n64k32.f16.E"), ptx.fragment("wgmma.sp.m64n256k32.f16.E")
+    assert (a.layout().table() == b.layout().table()).all()
+    for bad in ("wgmma.sp.m64n64k32.f32.E", "wgmma.sp.m64n64k32.tf32.E", "wgmma.sp.m64n64k16.f16.E"):
+        with pytest.raises(LayoutError):
+            ptx.fragment(bad)
+    # warp 0 of the warpgroup is the mma.sp metadata of the same chunking
+    for wg, mma in (("wgmma.sp.m64n64k32.f16.E", "mma.sp.m16n8k32.f16.E"),
+                    ("wgmma.sp.m64n64k16.tf32.E", "mma.sp.m16n8k16.tf32.E"),
+                    ("wgmma.sp.m64n64k64.e5m2.E", "mma.sp.m16n8k64.e5m2.E")):
+        w, s = ptx.fragment(wg), ptx.fragment(mma)
+        cw = {tuple(int(x) for x in h[:3]): tuple(int(v) for v in c)
+              for h, c in zip(w.layout().hardware_indices(), w.layout().table())}
+        for (j, lane), cell in _cells(s.layout()).items():
+            for warp in range(4):
+                assert cw[(j, lane, warp)] == (cell[0] + 16 * warp, cell[1])

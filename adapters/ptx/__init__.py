@@ -23,7 +23,8 @@ the operand letter is written upper case in canonical names::
         OPERAND = D or C (64 x N accumulator) | A (64 x K operand in registers); 4 warps
       e.g. wgmma.m64n128k16.f32.D  wgmma.m64n64k16.f16.A  wgmma.sp.m64n64k32.f16.A
         .sp: K = 32 (f16 bf16), 16 (tf32), 64 (8-bit); A is the packed 64 x K/2 matrix of
-        non-zeros (see :mod:`layoutverify.adapters.ptx.sparse`), D as for the dense shape
+        non-zeros (see :mod:`layoutverify.adapters.ptx.sparse`), D as for the dense shape, E the
+        metadata of the warpgroup (takes ATYPE; :mod:`layoutverify.adapters.ptx.sparse_meta`)
 
     mma.sp[::ordered_metadata][.sync][.aligned].SHAPE[.row.col].TYPES.OPERAND
         SHAPE = m16n8k8 (tf32) | m16n8k16 (f16 bf16 tf32) | m16n8k32 (f16 bf16 s8 u8)
@@ -295,13 +296,13 @@ def _parse_wgmma(cur: _Cursor) -> Fragment:
 def _parse_wgmma_sp(cur: _Cursor, shape_tok: Token, mm: int, n: int, k: int) -> Fragment:
     if mm != 64 or k not in _sparse.WGMMA_SP:
         raise cur.error("wgmma.sp shapes are m64nNk16 (tf32), m64nNk32 (f16, bf16), m64nNk64 (8-bit)", shape_tok)
-    type_tok, operand, op_tok = _types_and_operand(cur, f"wgmma.sp.{shape_tok.text}", full=3)
+    type_tok, operand, op_tok = _types_and_operand(cur, f"wgmma.sp.{shape_tok.text}", full=3, metadata=True)
     if operand == "B":
-        raise cur.error("wgmma reads B from shared memory; only A (in registers) and D have register fragments",
-                        op_tok)
+        raise cur.error("wgmma reads B from shared memory; only A (in registers), D and the metadata E have "
+                        "register fragments", op_tok)
     frag = _sparse.wgmma_sp_fragment(n, k, operand, type_tok.low)
     if frag is None:
-        what = "accumulator D" if operand == "C" else "register A"
+        what = {"C": "accumulator D", "E": "metadata E"}.get(operand, "register A")
         raise cur.error(f"wgmma.sp.m64n{n}k{k} has no .{type_tok.text} {what} fragment", type_tok)
     return frag
 

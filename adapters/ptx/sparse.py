@@ -234,11 +234,16 @@ WGMMA_SP = {
 
 
 def wgmma_sp_fragment(n: int, k: int, operand: str, dtype: str) -> Fragment | None:
-    """``wgmma.sp.m64n{n}k{k}`` operand A (packed, 64 x k/2) or D, or None."""
+    """``wgmma.sp.m64n{n}k{k}`` operand A (packed, 64 x k/2), D, or the metadata E, or None."""
     from . import wgmma
     spec = WGMMA_SP.get(k)
     if spec is None:
         return None
+    if operand == "E":
+        from .sparse_meta import wgmma_sp_e_fragment
+        if wgmma_sp_fragment(n, k, "A", dtype) is None:
+            return None
+        return wgmma_sp_e_fragment(n, k, dtype)
     dense_k, a_types = spec
     dense = wgmma.fragment(n, dense_k, operand, dtype)
     if dense is None or (operand == "A" and dtype not in a_types):
@@ -264,4 +269,6 @@ def wgmma_sp_names() -> list[str]:
             n = int(head[len("wgmma.m64n"):])
             if wgmma_sp_fragment(n, k, "A" if op == "A" else "C", dtype) is not None:
                 out.append(f"wgmma.sp.m64n{n}k{k}.{dtype}.{op}")
+                if op == "A" and wgmma_sp_fragment(n, k, "E", dtype) is not None:
+                    out.append(f"wgmma.sp.m64n{n}k{k}.{dtype}.E")
     return out

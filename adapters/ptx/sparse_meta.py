@@ -41,6 +41,11 @@ show: one metadata thread covers two rows for 16-bit and ``.tf32`` types (its lo
 picks ``gid`` or ``gid + 8``; ``t`` bit 1, when all four threads contribute, the second half of K).
 ``tests/test_ptx_sparse_meta.py`` checks these against the ISA's statements and CUTLASS's
 ``ELayout`` (SM120 sparse ``m16n8k64``/``m16n8k128`` and the per-warp SM90 ``wgmma.sp`` ones).
+
+``wgmma.sp`` (operand ``E`` of ``wgmma.sp.m64nNkK``, :func:`wgmma_sp_e_fragment`): PTX ISA §9.7.15.6.1
+gives wgmma.sp the same chunking and sparsity selectors as the mma.sp shape of equal K per 16 rows;
+warp ``w`` of the warpgroup holds the metadata of rows ``16w .. 16w + 15``. The test checks all 128
+threads against CUTLASS's SM90 ``ELayout_64x32/64x16/64x64``.
 """
 from __future__ import annotations
 
@@ -119,3 +124,42 @@ def _build() -> None:
 
 
 _build()
+
+
+# ---------------------------------------------------------------------------------------------
+# wgmma.mma_async.sp metadata (PTX ISA §9.7.15.6.1 "Sparse matrix storage" of wgmma.sp)
+# ---------------------------------------------------------------------------------------------
+#: sparse K of ``wgmma.sp.m64nNkK`` -> (A types, the per-warp metadata formula). The ISA states the
+#: same selectors as the mma.sp shape with the same chunking: .f16/.bf16 K 32 and .tf32 K 16 "a
+#: thread-pair ... 0 (threads T0, T1) or 1 (threads T2, T3)"; 8-bit K 64 "all threads ... must be 0".
+#: Warp ``w`` of the warpgroup holds the metadata of rows 16w .. 16w + 15, as it holds those rows of A.
+WGMMA_SP_E_TABLE = {
+    32: (("f16", "bf16"), e_16bit_pair, "m16n8k32", 16),
+    16: (("tf32",), e_tf32_pair, "m16n8k16", 8),
+    64: (("s8", "u8", "e4m3", "e5m2"), e_row_quad, "m16n8k64", 32),
+}
+
+
+def _warpgroup(per_warp):
+    def coords(r, lane, warp):
+        row, col = per_warp(r, lane, 0)
+        return row + 16 * warp, col
+    coords.__doc__ = f"{per_warp.__name__} for warp 0; warp w adds 16 w to the row"
+    return coords
+
+
+def wgmma_sp_e_fragment(n: int, k: int, atype: str) -> Fragment | None:
+    """``wgmma.sp.m64n{n}k{k}.{atype}.E``: the metadata operand of the whole warpgroup (N does not
+    change it), or None for a K or A type wgmma.sp lacks."""
+    spec = WGMMA_SP_E_TABLE.get(k)
+    if spec is None or atype not in spec[0]:
+        return None
+    _, per_warp, mma_shape, packed_cols = spec
+    width = 4 if atype == "tf32" else 2                # "the 4-bit index" of .tf32 1:2, else 2 bits
+    return Fragment(
+        name=f"wgmma.sp.m64n{n}k{k}.{atype}.E", operand="E", rows=64, cols=packed_cols,
+        registers=32 // width, coords=_warpgroup(per_warp), warps=4,
+        source="PTX ISA §9.7.15.6.1 (wgmma.sp sparse matrix storage, metadata and sparsity selector)",
+        note=(f"metadata: register = {width}-bit index field j; (dim0, dim1) = (row, packed column) as "
+              f"mma.sp.{mma_shape}.E per warp, warp w rows 16w..16w+15; sparsity selector lanes hold "
+              f"the same fields"))
