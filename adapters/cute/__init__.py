@@ -22,6 +22,9 @@ Accepted text (``cute:`` specs), as CuTe prints it or as CuTe C++ spells the alg
 * the CuTe DSL's prints: ``S<3,4,3> o 0 o ...`` and its MLIR types ``!cute.layout<"...">``,
   ``!cute.composed_layout<"...">``, ``!cute.memref<..., "...">`` (:func:`dsl_layout_text`; its ``?``
   for a run-time integer has no value and is refused, naming it);
+* coordinate layouts with ScaledBasis strides, as CuTe C++ prints ``make_identity_layout`` and
+  ``E<i>{}`` strides (``(_4,_8):(_1@0,_1@1)``, ``_1@0@1`` = ``E<1,0>``) and the DSL prints them
+  (``(4,8):(1@0,1@1)``): index -> coordinate tuple, the function view only (:mod:`.coord`);
 * ``partition_A(ATOM_SS, sA)`` / ``partition_B``: a GMMA ``_SS`` atom's partition of a shared-memory
   operand, a memory layout ``((AtomM, AtomK), RestM, RestK)``;
 * TV layouts of atoms by CUTLASS's names: ``SM80_16x8x16_F32F16F16F32_TN.A`` (or
@@ -63,6 +66,7 @@ from layoutverify.core.errors import LayoutError, UnsupportedError
 from layoutverify.core.layout import Layout
 
 from .atoms import CopyAtom, MmaAtom, copy_atoms, mma_atoms
+from .coord import CoordLayout
 from .canonical import function_layout, memory_layout
 from .interp import evaluate_text
 from .layout import CuteLayout, Underscore, leaves
@@ -93,6 +97,13 @@ def to_canonical(value, shape=None, *, as_: str | None = None, warp_size: int = 
             raise LayoutError(f"{value} covers a {'x'.join(map(str, lay.shape))} tile; "
                               f"shape {'x'.join(map(str, shape))} does not match")
         return lay
+    if isinstance(value, CoordLayout):
+        if as_ not in (None, "function"):
+            raise LayoutError(f"{value} is a coordinate layout (ScaledBasis strides: index -> coordinate); "
+                              f"as_={as_!r} does not apply (it has the function view only)")
+        if shape is not None:
+            raise LayoutError(f"{value} is a coordinate layout; shape= does not apply")
+        return value.canonical(name=name)
     if isinstance(value, (CuteLayout, ComposedLayout)):
         inner = value if isinstance(value, CuteLayout) else value.inner
         if isinstance(inner, CuteLayout) and any(d < 0 for d in leaves(inner.stride)):

@@ -34,7 +34,7 @@ from . import algebra as A
 from .atoms import CopyAtom, MmaAtom, find_atom, smem_atom, smem_atom_names, type_bits
 from .layout import (UNDERSCORE, CuteLayout, Dyn, Underscore, check_inttuple, compact_layout, has_dynamic, is_int,
                      is_tuple, make_layout)
-from .parser import Chain, LayoutLit, Name, Node, Num, Smem, Tup, Under, parse_text
+from .parser import BasisLit, Chain, LayoutLit, Name, Node, Num, Smem, Tup, Under, parse_text
 from .swizzle import ComposedLayout, Swizzle, make_swizzle
 from .tv import TVLayout, copy_tv, mma_tv, tiled_mma
 
@@ -96,11 +96,16 @@ class Interpreter:
             return Dyn(node.value) if self.dynamic and not node.static else node.value
         if isinstance(node, Under):
             return UNDERSCORE
+        if isinstance(node, BasisLit):
+            raise self.error("a scaled basis element (v@i) is only a stride of a coordinate layout, "
+                             "as in (4,8):(_1@0,_1@1)", node)
         if isinstance(node, Smem):
             return SmemFlag(node.bits)
         if isinstance(node, Tup):
             return tuple(self.eval(x) for x in node.items)
         if isinstance(node, LayoutLit):
+            if _has_basis(node.stride):
+                return self.coord_layout(node)
             shape = self.inttuple(node.shape, "shape")
             stride = self.inttuple(node.stride, "stride")
             try:
@@ -112,6 +117,24 @@ class Interpreter:
         if isinstance(node, Name):
             return self.named(node)
         raise self.error("unexpected expression", node)  # pragma: no cover
+
+    def coord_layout(self, node: LayoutLit):
+        """``shape:stride`` with ScaledBasis strides (``(4,8):(_1@0,_1@1)``): a coordinate layout."""
+        from .coord import Basis, CoordLayout
+
+        def strides(n):
+            if isinstance(n, BasisLit):
+                return Basis(n.value, tuple(n.path), n.static)
+            if isinstance(n, Tup):
+                return tuple(strides(x) for x in n.items)
+            if isinstance(n, Num):
+                return n.value
+            raise self.error("the stride of a coordinate layout is scaled basis elements v@i", n)
+        shape = self.inttuple(node.shape, "shape")
+        try:
+            return CoordLayout(_plain_ints(shape), strides(node.stride))
+        except LayoutError as e:
+            raise self.error(e, node) from None
 
     def inttuple(self, node: Node, what: str):
         v = self.eval(node)
@@ -276,6 +299,16 @@ class _Keyword(str):
 
 _CPP_TYPES = {"Int", "C", "Shape", "Stride", "Step", "Tile", "Coord", "Layout"}
 _KEYWORDS = {"A", "B", "C", "D", "Src", "Dst", "LayoutLeft", "LayoutRight", "GenColMajor", "GenRowMajor"}
+
+
+def _has_basis(node: Node) -> bool:
+    if isinstance(node, BasisLit):
+        return True
+    return isinstance(node, Tup) and any(_has_basis(x) for x in node.items)
+
+
+def _plain_ints(v):
+    return tuple(_plain_ints(e) for e in v) if is_tuple(v) else int(v)
 
 
 def _is_inttuple(v) -> bool:

@@ -36,7 +36,7 @@ MAX_INT_DIGITS = 30
 
 @dataclass(frozen=True)
 class Token:
-    kind: str      # INT NAME US SMEM ( ) , : < > . = - EOF
+    kind: str      # INT BASIS NAME US SMEM ( ) , : < > . = - EOF
     text: str
     col: int       # 1-based
     value: int | None = None
@@ -45,6 +45,7 @@ class Token:
 _TOKEN_RE = re.compile(r"""
     (?P<ws>\s+)
   | (?P<smem>smem_ptr\[(?P<bits>[0-9]+)b\]\(unset\))
+  | (?P<basis>_?-?[0-9]+(?:@[0-9]+)+)
   | (?P<int>_?-?[0-9]+)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)
   | (?P<punct>[(),:<>.=\-{}])
@@ -69,6 +70,12 @@ def tokenize(text: str) -> list[Token]:
             pass
         elif kind == "smem":
             toks.append(Token("SMEM", s, pos + 1, int(m.group("bits"))))
+        elif kind == "basis":                # v@i@j: a ScaledBasis stride, printed innermost mode first
+            head, *path = s.split("@")
+            digits = head.lstrip("_")
+            if len(s) > MAX_INT_DIGITS * 2 or len(path) > 8:
+                raise ParseError("scaled basis element too large", text, pos + 1, s)
+            toks.append(Token("BASIS", s, pos + 1, (int(digits), tuple(int(p) for p in reversed(path)))))
         elif kind == "int":
             digits = s.lstrip("_")
             if len(digits) > MAX_INT_DIGITS:
@@ -103,6 +110,14 @@ class Node:
 class Num(Node):
     value: int
     static: bool = False      #: written ``_N`` (CuTe's print of a static integer)
+
+
+@dataclass
+class BasisLit(Node):
+    """``v@i@j``: the stride ``v * E<j, i>`` (CuTe's ScaledBasis); ``path`` outermost mode first."""
+    value: int
+    path: tuple
+    static: bool = False
 
 
 @dataclass
@@ -207,6 +222,9 @@ class Parser:
 
     def primary(self) -> Node:
         t = self.tok
+        if t.kind == "BASIS":
+            self.next()
+            return BasisLit(t.col, t.value[0], t.value[1], t.text.startswith("_"))
         if t.kind == "INT":
             self.next()
             return Num(t.col, t.value, t.text.startswith("_"))
