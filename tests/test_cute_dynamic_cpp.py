@@ -1,5 +1,5 @@
 """Differential sweep: CuTe's dynamic integers (also in ``complement``, the divides and the
-products), negative strides and ``make_swizzle`` against
+products, ``filter``, ``upcast``/``downcast`` and ``tile_to_shape``), negative strides and ``make_swizzle`` against
 compiled CuTe C++ (the nvidia-cutlass wheel's headers, g++; one program for all cases).
 
 For every seeded case (``tests/cute_cpp/dynamic_cases.py``, >= 500) our value must print exactly
@@ -34,6 +34,7 @@ def test_sweep_is_large_enough():
         assert all(sum(c.op == f"{k}_{family}" for c in CASES) >= 10 for k in ("logical", "zipped", "tiled", "flat"))
     assert sum(c.op == "complement" for c in CASES) >= 50
     assert sum(c.op in ("blocked_product", "raked_product") for c in CASES) >= 40
+    assert all(sum(c.op == op for c in CASES) >= 40 for op in ("filter", "upcast", "downcast", "tile_to_shape"))
     texts = " ".join(c.text for c in CASES)
     assert ":_-" in texts or ",_-" in texts or "(_-" in texts       # static negative strides
     assert any(ch.isdigit() for ch in texts.replace("_", " "))          # dynamic integers
@@ -66,7 +67,11 @@ def test_readings_without_cplusplus():
     with pytest.raises(LayoutError, match="static strides"):          # C++: static_assert
         evaluate("left_inverse((_4,_2):(2,_1))")
     with pytest.raises(UnsupportedError, match="dynamic"):            # not modelled: refused, not guessed
+        evaluate("filter_zeros((_2,2):(_1,_2))")
+    with pytest.raises(LayoutError, match="static block shape"):     # C++: CUTE_STATIC_ASSERT_V on a dynamic
         evaluate("tile_to_shape((_2,2):(_1,_2), (_4,_4))")
+    with pytest.raises(LayoutError, match="static stride-1"):         # C++: has_int1 static_assert
+        evaluate("downcast<2>((_4,2):(1,_4))")
     with pytest.raises(LayoutError, match="rank-1"):                  # C++: static_assert (dynamic strides)
         evaluate("complement((_4,_2):(2,_8))")
     with pytest.raises(LayoutError, match="zero"):                    # C++ would divide by zero at run time

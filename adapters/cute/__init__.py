@@ -15,7 +15,8 @@ Accepted text (``cute:`` specs), as CuTe prints it or as CuTe C++ spells the alg
   ``Int<8>{}``, ``Step<_2,_1>``, ``Tile<_32,_32,_16>``;
 * static and dynamic integers as C++ prints them: when a text writes some static integer ``_N``
   (outside template arguments), a bare ``N`` is dynamic, and ``coalesce``, ``composition``, ``right_inverse``,
-  ``left_inverse``, ``make_layout``/``compact_col_major``/``compact_row_major`` follow C++'s
+  ``left_inverse``, ``make_layout``/``compact_col_major``/``compact_row_major``, ``complement``, the
+  divides and products, ``tile_to_shape``, ``upcast``/``downcast`` and ``filter`` follow C++'s
   static/dynamic rules (other algebra refuses dynamic integers); negative strides ``4:-1`` /
   ``_-1`` (algebra only: the canonical form needs offsets >= 0); ``make_swizzle<Y,Z>()``; right and
   left inverses of swizzled layouts (:mod:`.layout`, :mod:`.algebra`);

@@ -653,10 +653,15 @@ def tile_to_shape(block: CuteLayout, trg_shape: IntTuple, order="left") -> CuteL
     padded = append_rank(block, r)
     block_shape = wrap(product_each(padded.shape))
     target = wrap(product_each(trg_shape))
-    for t, b in zip(target, block_shape):
-        if t % b:
-            raise LayoutError(f"tile_to_shape: block shape {fmt(block_shape)} does not divide the target shape {fmt(target)}")
-    prod_shape = tuple(t // b for t, b in zip(target, block_shape))
+    if is_static(target):                  # C++ checks the division only for a static target shape
+        if not is_static(block_shape):     # ... with CUTE_STATIC_ASSERT_V, which needs a static block shape
+            raise LayoutError(f"tile_to_shape: a static target shape {fmt(target)} needs a static block shape "
+                              f"(CuTe C++ static_asserts that {fmt(block_shape)} divides it)")
+        for t, b in zip(target, block_shape):
+            if t % b:
+                raise LayoutError(f"tile_to_shape: block shape {fmt(block_shape)} does not divide the target "
+                                  f"shape {fmt(target)}")
+    prod_shape = tuple(_ceil_div_int(t, b) for t, b in zip(target, block_shape))   # C++ ceil_div, typed
     if not is_tuple(trg_shape):
         prod_shape = prod_shape[0]
     if order == "left":
@@ -675,11 +680,14 @@ def _upcast(shape: IntTuple, stride: IntTuple, n: int):
     if is_tuple(shape):
         parts = [_upcast(s, d, n) for s, d in zip(shape, stride)]
         return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
-    if stride == 0:
+    if stride == 0 and is_static(stride):          # static-0 stride: unchanged
         return shape, stride
+    if not is_static(stride):                      # dynamic stride: C++ assumes it divisible, safe_div
+        return shape, Dyn(int(stride) // n) if int(stride) >= 0 else Dyn(-(-int(stride) // n))
     if stride % n != 0 and n % stride != 0:
         raise LayoutError(f"upcast<{n}>: stride {stride} and {n} do not divide each other")
-    return ceil_div(shape, ceil_div(n, stride)), ceil_div(stride, n)
+    a = abs(int(stride))                           # static stride: signum(d) * ceil_div(|d|, N)
+    return _ceil_div_int(shape, -(-n // a)), (1 if stride > 0 else -1) * (-(-a // n))
 
 
 def upcast(layout, n: int):
@@ -697,9 +705,9 @@ def _downcast(shape, stride, n):
     if is_tuple(shape):
         parts = [_downcast(s, d, n) for s, d in zip(shape, stride)]
         return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
-    if stride == 1:
-        return shape * n, stride
-    return shape, stride * n
+    if stride in (1, -1) and is_static(stride):    # C++ is_constant<1> or <-1>: the size grows
+        return mul(shape, n), stride
+    return shape, mul(stride, n)
 
 
 def downcast(layout, n: int):
@@ -711,7 +719,7 @@ def downcast(layout, n: int):
             return ComposedLayout(layout.outer, 0, downcast(layout.inner, n), layout.smem_bits // n)
         outer = layout.outer.downcast(n) if isinstance(layout.outer, Swizzle) else downcast(layout.outer, n)
         return ComposedLayout(outer, layout.offset * n, downcast(layout.inner, n))
-    if 1 not in leaves(layout.stride):
-        raise LayoutError(f"downcast<{n}> of {layout}: it needs a stride-1 mode")
+    if not any(d == 1 and is_static(d) for d in leaves(layout.stride)):   # C++ has_int1: a static _1
+        raise LayoutError(f"downcast<{n}> of {layout}: it needs a static stride-1 mode (_1)")
     s, d = _downcast(layout.shape, layout.stride, n)
     return CuteLayout(s, d)

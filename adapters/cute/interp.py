@@ -54,7 +54,7 @@ class SmemFlag:
 DYNAMIC_OPS = {"coalesce", "composition", "right_inverse", "left_inverse", "make_layout", "compact_col_major",
                "compact_row_major", "get", "layout", "complement", "logical_divide", "zipped_divide",
                "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product", "flat_product",
-               "blocked_product", "raked_product"}
+               "blocked_product", "raked_product", "tile_to_shape", "upcast", "downcast", "filter"}
 
 _STATIC_LITERAL = re.compile(r"(?<![A-Za-z0-9_])_-?[0-9]")
 

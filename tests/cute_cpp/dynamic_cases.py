@@ -209,7 +209,48 @@ def dynamic_cases(seed: int = 20261125) -> list[Case]:
             continue
         add("complement", text, f"complement({layout_cpp(sh, st)}, {_tuple_cpp(cot)})")
         added += 1
+    # 12. filter, upcast<N>, downcast<N> and tile_to_shape with dynamic integers
+    _recast_cases(Gen(seed + 11, p_dynamic=0.5, p_negative=0.2), add)
     return out
+
+
+def _recast_cases(g: Gen, add) -> None:
+    want = {"filter": 40, "upcast": 40, "downcast": 40, "tile_to_shape": 40}
+    counts = dict.fromkeys(want, 0)
+    tries = 0
+    while any(counts[k] < want[k] for k in want) and tries < 20000:
+        tries += 1
+        op = g.rng.choice([k for k in want if counts[k] < want[k]])
+        sh, st = g.layout(compact=op == "tile_to_shape" or g.rng.random() < 0.5)
+        lt, lc = layout_text(sh, st), layout_cpp(sh, st)
+        if op == "filter":
+            text, cpp = f"filter({lt})", f"filter({lc})"
+        elif op in ("upcast", "downcast"):
+            n = g.rng.choice([2, 4])
+            text, cpp = f"{op}<{n}>({lt})", f"{op}<{n}>({lc})"
+        else:
+            if any(v.value < 0 for v in _leaves(st)):
+                continue
+            modes = sh if isinstance(sh, tuple) else (sh,)
+            target = []
+            for m in modes:
+                size = 1
+                for v in _leaves(m):
+                    size *= v.value
+                target.append(g.int_(size * g.rng.choice([1, 2, 3])))
+            for _ in range(g.rng.randint(0, 1)):
+                target.append(g.int_(g.rng.choice([2, 4])))
+            if not all(t.static for t in target) and g.rng.random() < 0.3:
+                i = g.rng.randrange(len(target))        # a dynamic target C++ does not check: ceil_div
+                if not target[i].static:
+                    target[i] = Int(target[i].value + 1, False)
+            tt = "(" + ",".join(x.text() for x in target) + ")"
+            tc = "S(" + ",".join(x.cpp() for x in target) + ")"
+            text, cpp = f"tile_to_shape({lt}, {tt})", f"tile_to_shape({lc}, {tc})"
+        if not _we_accept(text):
+            continue
+        add(op, text, cpp)
+        counts[op] += 1
 
 
 def _int_tuple_tiler(gen: Gen, shape):
