@@ -139,6 +139,8 @@ def test_cases_cover_the_forms(cpp):
     ("(4,8):(1@,1@1)", "@"),
     ("coalesce((4,8):(1@0,1@1))", "expected a layout"),
     ("(4,8):(-1@0,1@1)", "below 0"),
+    ("(4,8):(999999999999999999999999@0,1@1)", "too large"),
+    ("(4,8):(1@0@1@2@3@4@5@6@7@8,1@1)", "too large"),
 ])
 def test_bad_coordinate_layouts_are_refused(text, match):
     with pytest.raises(LayoutError, match=match):

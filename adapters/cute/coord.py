@@ -133,5 +133,9 @@ class CoordLayout:
                     acc[d.path] = acc[d.path] + ((E.Var(f"mode{k}") // w) % s) * int(d.scale)
                     hi[d.path] += (s - 1) * int(d.scale)
                 w *= s
+        from .canonical import _check_size
+        _check_size(self.size(), f"CuTe coordinate layout {self}")
+        for p in self.paths:
+            _check_size(hi[p] + 1, f"coordinate element {p} of CuTe layout {self}")
         out_dims = [(f"dim{j}", hi[p] + 1) for j, p in enumerate(self.paths)]
         return Layout(in_dims, out_dims, [acc[p] for p in self.paths], name=name or str(self))
