@@ -40,7 +40,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from layoutverify.core import expr as E  # noqa: E402
-from layoutverify.core.compare import Pair, compare  # noqa: E402
+from layoutverify.core.brute import brute_verdict, witness_problem  # noqa: E402
+from layoutverify.core.compare import compare  # noqa: E402
 from layoutverify.core.errors import LayoutError  # noqa: E402
 from layoutverify.core.layout import Layout  # noqa: E402
 from layoutverify.core.random_layouts import in_shape, mixed_radix_expr, modes_near_miss, modes_recipe  # noqa: E402
@@ -119,50 +120,6 @@ def make_pair(rng, max_locations):
     return "swizzle/" + kind, swizzle(rows, cols, kind), swizzle(rows, cols, kind, rng.choice([0, 1, 2]))
 
 
-def brute(a: Layout, b: Layout) -> str:
-    """The verdict from the definitions, with Python sets over ``Layout.table()``."""
-    p = Pair(a, b)
-    ta, tb = a.table(), b.table()
-
-    def points(lay, t):
-        hw = lay.hardware_indices()
-        out = {}
-        for row, v in zip(hw.tolist(), t.tolist()):
-            d = dict(zip(lay.in_names, row))
-            out[tuple(d.get(n, 0) for n in p.names)] = tuple(v)
-        return out
-    pa, pb = points(a, ta), points(b, tb)
-    if set(pa.values()) != set(pb.values()):
-        return "different_tensors"
-    if p.same_sizes and pa == pb:
-        return "equal"
-    if not p.has_register or not p.same_threads:
-        return "not_equal"
-    ri = p.names.index("register")
-
-    def sets(pts):
-        out = {}
-        for loc, el in pts.items():
-            out.setdefault(loc[:ri] + loc[ri + 1:], set()).add(el)
-        return out
-    return "equal_up_to_register_order" if sets(pa) == sets(pb) else "not_equal"
-
-
-def witness_ok(a: Layout, b: Layout, res) -> bool:
-    p = Pair(a, b)
-    w = res.witness
-    if res.verdict in ("not_equal", "equal_up_to_register_order"):
-        loc = w["hardware"]
-        return w["a"] == p.evaluate("a", loc) and w["b"] == p.evaluate("b", loc) and w["a"] != w["b"]
-    if res.verdict == "different_tensors":
-        side = w["held_by"]
-        other = p.layout("b" if side == "a" else "a")
-        if p.evaluate(side, w["hardware"]) != w["element"]:
-            return False
-        return not (other.table() == np.asarray(w["element"])).all(axis=1).any()
-    return w is None
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pairs", type=int, default=5000)
@@ -205,10 +162,10 @@ def main(argv=None):
             disagree.append({"pair": i, "kind": kind, "auto": res.verdict, "table": ref})
         if a.in_size() <= args.brute_limit and b.in_size() <= args.brute_limit:
             brute_checked += 1
-            bv = brute(a, b)
+            bv = brute_verdict(a, b)
             if bv != res.verdict:
                 disagree.append({"pair": i, "kind": kind, "auto": res.verdict, "brute": bv})
-        if not witness_ok(a, b, res):
+        if witness_problem(a, b, res) is not None:
             bad_witness.append({"pair": i, "kind": kind, "verdict": res.verdict})
         if (i + 1) % 500 == 0:
             print(f"  {i + 1}/{len(pairs)} pairs, {time.time() - t_start:.0f} s", file=sys.stderr, flush=True)

@@ -1,5 +1,5 @@
 """The mixed-radix proof path (layoutverify.core.radix) and the vectorised table
-(layoutverify.core.table) against a brute-force oracle written here from the definitions.
+(layoutverify.core.table) against the brute-force oracle :mod:`layoutverify.core.brute`.
 
 The oracle enumerates every hardware location with Python integers (``Layout.apply``, the numpy
 evaluator, not the code under test), builds per-thread element sets, and derives the verdict
@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from layoutverify.core import expr as E
 from layoutverify.core import radix as RADIX
+from layoutverify.core.brute import brute_verdict, witness_problem
 from layoutverify.core.compare import Pair, compare
 from layoutverify.core.errors import LayoutError, UnsupportedError
 from layoutverify.core.layout import Layout
@@ -24,60 +25,12 @@ REG = "register"
 
 
 # -- oracle --------------------------------------------------------------------------------------
-def _points(lay: Layout, names):
-    hw = lay.hardware_indices()
-    vals = lay.apply(hw)
-    out = {}
-    for row, v in zip(hw, vals):
-        d = dict(zip(lay.in_names, (int(x) for x in row)))
-        out[tuple(d.get(n, 0) for n in names)] = tuple(int(x) for x in v)
-    return out
-
-
-def oracle(a: Layout, b: Layout) -> str:
-    if a.out_dims != b.out_dims:
-        return "different_tensors"
-    p = Pair(a, b)
-    pa, pb = _points(a, p.names), _points(b, p.names)
-    if set(pa.values()) != set(pb.values()):
-        return "different_tensors"
-    if p.same_sizes and pa == pb:
-        return "equal"
-    if not p.has_register or not p.same_threads:
-        return "not_equal"
-    ri = p.names.index(REG)
-
-    def sets(pts):
-        out = {}
-        for loc, el in pts.items():
-            out.setdefault(loc[:ri] + loc[ri + 1:], set()).add(el)
-        return out
-    return "equal_up_to_register_order" if sets(pa) == sets(pb) else "not_equal"
+oracle = brute_verdict
 
 
 def check_witness(a: Layout, b: Layout, res) -> None:
-    p = Pair(a, b)
-    w = res.witness
-    if res.verdict in ("not_equal", "equal_up_to_register_order"):
-        loc = w["hardware"]
-        assert w["a"] == p.evaluate("a", loc) and w["b"] == p.evaluate("b", loc)
-        assert w["a"] != w["b"], res.reason
-        if "in no register" in res.reason:
-            side = "a" if "A's element" in res.reason else "b"
-            other = "b" if side == "a" else "a"
-            el = p.evaluate(side, loc)
-            lo = p.layout(other)
-            thread = {n: loc[n] for n in p.names if n != REG}
-            held = {tuple(p.evaluate(other, {**thread, REG: r})) for r in range(p.sizes(other)[REG])}
-            assert tuple(el) not in held
-    elif res.verdict == "different_tensors" and "element" in w:
-        side = w["held_by"]
-        other = "b" if side == "a" else "a"
-        assert p.evaluate(side, w["hardware"]) == w["element"]
-        held = {tuple(int(c) for c in row) for row in p.layout(other).table()}
-        assert tuple(w["element"]) not in held
-    elif res.verdict == "equal":
-        assert w is None
+    problem = witness_problem(a, b, res)
+    assert problem is None, f"{problem}: {res.reason}"
 
 
 # -- generators ----------------------------------------------------------------------------------
