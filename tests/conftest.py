@@ -47,3 +47,46 @@ def cli_env():
     env.pop("LAYOUTVERIFY_DEBUG", None)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+@pytest.fixture(scope="session")
+def triton_python():
+    """``triton_python(release)``: an interpreter whose Triton is ``release`` (``"3.6"`` .. ``"3.9"``),
+    from ``LV_TRITON_PYTHONS``, this interpreter, or a cached venv installed once
+    (``tests/triton_releases.py``). When none can be had the calling test skips, or fails under
+    CI (``CI=true``), where every release must be checked."""
+    from triton_releases import Interpreters, Unavailable, in_ci
+
+    interpreters = Interpreters()
+
+    def get(release: str) -> str:
+        try:
+            return interpreters.resolve(release)
+        except Unavailable as e:
+            msg = f"no interpreter with Triton {release}: {e}"
+            if in_ci():
+                pytest.fail(msg + " (CI must check every supported Triton release)", pytrace=False)
+            pytest.skip(msg + " (set LV_TRITON_PYTHONS, or allow pip to reach PyPI)")
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def suite_ptx(triton_python, tmp_path_factory):
+    """``suite_ptx(release, arch=90, pairs=None)``: the conversion suite (or ``pairs`` of it) compiled
+    on the CPU by Triton ``release`` for ``sm_<arch>``, ``{index: compile-worker answer}``; each
+    kernel compiled once per session (``validate.compile_suite``'s cache)."""
+    from layoutverify.apps.measure.suite import load_suite
+    from layoutverify.apps.measure.validate import compile_suite
+
+    cache = str(tmp_path_factory.getbasetemp() / "lv_suite_ptx")
+    memo: dict = {}
+
+    def get(release: str, arch: int = 90, pairs=None):
+        pairs = load_suite() if pairs is None else pairs
+        key = (release, arch, tuple(p.name for p in pairs))
+        if key not in memo:
+            memo[key] = compile_suite(pairs, arch=arch, python=triton_python(release), cache_dir=cache)
+        return memo[key]
+
+    return get

@@ -1,7 +1,8 @@
 """The PTX interpreter (``layoutverify.apps.ptxsim``) runs Triton's own conversion code.
 
-Every suite pair's conversion kernel, compiled on the CPU by the installed Triton for sm_90 (and
-a subset for sm_80), is executed for every thread of the CTA with every element tagged by its
+Every suite pair's conversion kernel, compiled on the CPU for sm_90 (and a subset for sm_80) by
+every supported Triton release (3.6 - 3.9; the ``triton_python`` fixture of ``conftest.py``
+provides an interpreter per release, installing it once when needed), is executed for every thread of the CTA with every element tagged by its
 logical index; afterwards every register of ``B`` must hold the element ``B``'s canonical form
 (from the adapters) puts there, and the stored tile must be the input. Deliberately corrupted
 PTX (one wrong shuffle lane, one wrong shared-memory offset, a missing barrier) must be caught.
@@ -12,8 +13,8 @@ import re
 
 import pytest
 
+from layoutverify.adapters.triton import version
 from layoutverify.apps.measure.suite import layouts, load_suite
-from layoutverify.apps.measure.validate import compile_suite
 from layoutverify.apps.ptxsim import SimError, check_conversion, parse_ptx
 from layoutverify.core.errors import LayoutError
 
@@ -24,8 +25,9 @@ def suite():
 
 
 @pytest.fixture(scope="session")
-def compiled_sm90(suite, tmp_path_factory):
-    return compile_suite(suite, arch=90, cache_dir=str(tmp_path_factory.getbasetemp() / "lv_suite_ptx"))
+def compiled_sm90(suite_ptx):
+    """The suite compiled for sm_90 by the installed Triton (for the corruption tests)."""
+    return suite_ptx(version.installed(), 90)
 
 
 def _pair(suite, compiled, name):
@@ -34,27 +36,36 @@ def _pair(suite, compiled, name):
     return p, layouts(p)[1], compiled[i]["ptx"]
 
 
-def test_every_register_holds_what_b_says(suite, compiled_sm90):
-    bad = []
+@pytest.mark.parametrize("release", version.SUPPORTED)
+def test_every_register_holds_what_b_says(suite, suite_ptx, release):
+    """Every pair, every thread, every register of ``B`` (read with ``release``'s semantics), for the
+    PTX that ``release`` compiles."""
+    compiled = suite_ptx(release)
+    bad, ran = [], 0
     for i, p in enumerate(suite):
-        r = compiled_sm90[i]
+        r = compiled[i]
         assert "ptx" in r, (p.name, r.get("error"))
-        run = check_conversion(r["ptx"], layouts(p)[1], p.element_bytes)
+        assert r["triton"].startswith(release + "."), (p.name, r["triton"])
+        run = check_conversion(r["ptx"], layouts(p, release)[1], p.element_bytes)
+        ran += 1
         if not run.ok:
             bad.append((p.name, run.error, run.mismatches[:2], run.output_errors[:2]))
-    assert not bad, bad[:5]
+    assert not bad, (release, bad[:5])
+    assert ran == len(suite)
 
 
-def test_sm80_subset(suite, tmp_path_factory):
+@pytest.mark.parametrize("release", version.SUPPORTED)
+def test_sm80_subset(suite, suite_ptx, release):
     # (fp8e4nv needs sm_89 or later)
     picked = [p for p in suite if p.family in ("blocked-transpose", "mma-dot", "linear-shuffle")
               and p.dtype != "fp8"][:10]
-    compiled = compile_suite(picked, arch=80, cache_dir=str(tmp_path_factory.getbasetemp() / "lv_suite_ptx80"))
+    assert len(picked) == 10
+    compiled = suite_ptx(release, 80, picked)
     for i, p in enumerate(picked):
         assert "ptx" in compiled[i], (p.name, compiled[i].get("error"))
         assert "sm_80" in compiled[i]["ptx"]
-        run = check_conversion(compiled[i]["ptx"], layouts(p)[1], p.element_bytes)
-        assert run.ok, (p.name, run.error, run.mismatches[:2])
+        run = check_conversion(compiled[i]["ptx"], layouts(p, release)[1], p.element_bytes)
+        assert run.ok, (release, p.name, run.error, run.mismatches[:2])
 
 
 def test_traffic_is_counted(suite, compiled_sm90):
