@@ -43,12 +43,11 @@ before it is reported.
 from __future__ import annotations
 
 import time
-import weakref
-
 import numpy as np
 
 from layoutverify.core import expr as E
 from layoutverify.core import f2 as F2
+from layoutverify.core import normalform as NF
 from layoutverify.core import radix as RADIX
 from layoutverify.core import smt as SMT
 from layoutverify.core import table as TABLE
@@ -104,12 +103,36 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
     if method not in METHODS:
         raise LayoutError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     t0 = time.perf_counter()
+    if method == "auto" and smt2 is None:
+        na = a.__dict__.get(NF._ATTR) or NF.of(a)
+        nb = b.__dict__.get(NF._ATTR) or NF.of(b)
+        if na.out_dims == nb.out_dims and na.kind == nb.kind:
+            got = NF.decide(a, b, na, nb)
+            if got is not None:
+                verdict, how = got
+                if verdict == "equal":
+                    res = Result("equal", how, None, 0.0, _EQUAL_REASON[how])
+                else:  # proved on the normal forms; the strategy builds the counterexample when asked
+                    res = Result.deferred(verdict, how, lambda: _decide(Pair(a, b), "auto", timeout_ms, None))
+                res.seconds = time.perf_counter() - t0
+                return res
     res = _early(a, b, method)
     if res is None:
         pair = Pair(a, b)
         res = _decide(pair, method, timeout_ms, smt2)
     res.seconds = time.perf_counter() - t0
     return res
+
+
+_EQUAL_REASON = {"f2": "every hardware location holds the same element (identical F2 bases)",
+                 "radix": "every hardware location holds the same element (identical mixed-radix digit strides)"}
+
+
+def prepare(lay: Layout) -> Layout:
+    """Build the layout's normal form now (F2 bases / coalesced mixed-radix digits, memoised on
+    the immutable layout; see :mod:`layoutverify.core.normalform`) and return the layout.
+    :func:`compare` otherwise builds it on first use."""
+    return NF.prepare(lay)
 
 
 def _decide(pair: Pair, method: str, timeout_ms: int, smt2: str | None) -> Result:
@@ -144,63 +167,7 @@ def _decide(pair: Pair, method: str, timeout_ms: int, smt2: str | None) -> Resul
 
 
 # -- F2 ---------------------------------------------------------------------------------------
-class _F2Data:
-    """Packed bases of one F2 layout, with the echelon forms compare needs (built once)."""
-
-    __slots__ = ("packing", "bases", "_span", "_reg")
-
-    def __init__(self, lay: Layout, f2bases: dict):
-        self.packing = F2.Packing(lay.out_sizes)
-        self.bases = {n: [self.packing.pack(v) for v in vs] for n, vs in f2bases.items()}
-        self._span = self._reg = None
-
-    @property
-    def span(self) -> F2.Echelon:
-        """The image (span of every basis)."""
-        if self._span is None:
-            self._span = F2.Echelon(v for vs in self.bases.values() for v in vs)
-        return self._span
-
-    @property
-    def reg(self) -> F2.Echelon:
-        """The span of the register bases (each thread's elements are a coset of it)."""
-        if self._reg is None:
-            self._reg = F2.Echelon(self.bases.get(REGISTER, []))
-        return self._reg
-
-
-_F2_CACHE: "weakref.WeakKeyDictionary[Layout, _F2Data | None]" = weakref.WeakKeyDictionary()
-
-
-def _f2_data(lay: Layout) -> _F2Data | None:
-    """Bit-packed bases of an F2-linear layout (cached per layout), or ``None``.
-
-    Declared bases are used as they are; otherwise the bases are read off the expressions
-    symbolically (:func:`layoutverify.core.f2.linearize`, exact when it succeeds), and only when that
-    cannot decide does the layout's own exhaustive check run (``Layout.f2_bases``)."""
-    try:
-        return _F2_CACHE[lay]
-    except KeyError:
-        pass
-    bases = None
-    declared = lay.__dict__.get("_declared_bases")
-    if declared is not None:  # from_bases checked every entry against the shape
-        bases = declared
-    elif lay.all_pow2:
-        out_sizes = lay.out_sizes
-        bases = F2.linearize(lay.exprs, lay.in_dims, out_sizes)
-        if bases is None and lay.in_size() <= MAX_TABLE_LOCATIONS:
-            # past the table limit F2-linearity needs a proof; the z3 path decides instead
-            bases = TABLE.f2_bases(lay)
-        if bases is not None:
-            for n, vs in bases.items():
-                for i, v in enumerate(vs):
-                    if any(c >= s for c, s in zip(v, out_sizes)):
-                        raise LayoutError(f"layout maps hardware location {n}={1 << i} to {list(v)}, "
-                                          f"outside its logical shape {list(out_sizes)}")
-    d = None if bases is None else _F2Data(lay, bases)
-    _F2_CACHE[lay] = d
-    return d
+_F2Data, _F2_CACHE, _f2_data = NF._F2Data, NF._F2_CACHE, NF.f2_data  # (moved to normalform)
 
 
 def compare_f2(pair: Pair) -> Result:

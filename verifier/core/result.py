@@ -7,8 +7,6 @@ dependencies run one way: ``compare -> {f2, radix, table, smt} -> result``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from layoutverify.core import expr as E
@@ -21,7 +19,6 @@ REGISTER = "register"
 _DIM_ORDER = ("register", "offset", "lane", "warp", "block")
 
 
-@dataclass
 class Result:
     """The outcome of :func:`compare`.
 
@@ -35,18 +32,78 @@ class Result:
       or ``{"kind_a": "memory", "kind_b": "register", "hardware_a": [...], "hardware_b": [...]}``
       (method ``kinds``) for a memory layout against a register layout;
     * ``equal``: ``None``; ``unknown``: whatever partial evidence there is, or ``None``.
+
+    **Deferred witnesses.** A verdict decided on the layouts' normal forms
+    (:mod:`layoutverify.core.normalform`) is proved without a counterexample; its ``witness`` and
+    ``reason`` are built on first access (:meth:`deferred`) by the strategy that finds concrete
+    counterexamples, which re-evaluates the witness on both layouts, and must reach the same
+    verdict (an :class:`AssertionError`, i.e. an internal error, otherwise).
     """
 
-    verdict: str
-    method: str
-    witness: dict | None
-    seconds: float
-    reason: str
-    details: dict = field(default_factory=dict)
+    __slots__ = ("verdict", "method", "seconds", "details", "_witness", "_reason", "_build")
+
+    def __init__(self, verdict: str, method: str, witness: dict | None, seconds: float, reason: str,
+                 details: dict | None = None):
+        self.verdict, self.method, self.seconds = verdict, method, seconds
+        self._witness, self._reason, self._build = witness, reason, None
+        self.details = {} if details is None else details
+
+    @classmethod
+    def deferred(cls, verdict: str, method: str, build) -> "Result":
+        """A result whose witness and reason come from ``build()``, a full :class:`Result` of
+        the same verdict, called once on first access."""
+        r = cls.__new__(cls)
+        r.verdict, r.method, r.seconds, r.details = verdict, method, 0.0, {}
+        r._witness = r._reason = None
+        r._build = build
+        return r
+
+    def _force(self) -> None:
+        build, self._build = self._build, None
+        full = build()
+        if full.verdict != self.verdict:
+            raise AssertionError(f"internal: the normal forms say {self.verdict}, the {full.method} strategy "
+                                 f"says {full.verdict}")
+        self._witness, self._reason = full._witness, full._reason
+
+    @property
+    def witness(self) -> dict | None:
+        if self._build is not None:
+            self._force()
+        return self._witness
+
+    @witness.setter
+    def witness(self, value) -> None:
+        self._build, self._witness = None, value
+
+    @property
+    def reason(self) -> str:
+        if self._build is not None:
+            self._force()
+        return self._reason
+
+    @reason.setter
+    def reason(self, value) -> None:
+        if self._build is not None:
+            self._force()
+        self._reason = value
 
     @property
     def proved_equal(self) -> bool:
         return self.verdict == "equal"
+
+    def _fields(self) -> tuple:
+        return (self.verdict, self.method, self.witness, self.seconds, self.reason, self.details)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Result) and self._fields() == other._fields()
+
+    __hash__ = None  # mutable, like the dataclass it replaces
+
+    def __repr__(self) -> str:
+        v, m, w, s, r, d = self._fields()
+        return (f"Result(verdict={v!r}, method={m!r}, witness={w!r}, seconds={s!r}, reason={r!r}, "
+                f"details={d!r})")
 
     def to_json(self) -> dict:
         return {"verdict": self.verdict, "method": self.method, "witness": _jsonable(self.witness),

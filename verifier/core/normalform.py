@@ -1,0 +1,343 @@
+"""Per-layout normal forms, computed once and memoised on the (immutable) layout, and the
+verdicts they decide without building a counterexample.
+
+A :class:`Layout` never changes once built, so everything :func:`layoutverify.core.compare.compare`
+derives from one layout alone is derived once (:func:`of`; :func:`prepare` does it eagerly):
+
+* the aligned hardware sizes (dims of size 1 left out: an absent dim counts as size 1), the
+  thread sizes (all but ``register``), the kind and the logical dims;
+* the **F2 part** (declared or derived bases, bit-packed): the bases, the image as a *reduced*
+  row echelon basis (the canonical basis of a subspace: equal tuples iff equal spans), the
+  register span likewise, and every thread basis reduced modulo the register span (the
+  canonical representative of its coset);
+* the **radix part** (:mod:`layoutverify.core.radix`): the digits on the layout's own chains,
+  *coalesced* (adjacent digits ``(p, r, s)``, ``(p r, r', s r)`` of one hardware dim merge into
+  ``(p, r r', s)``), the canonical image, the canonical register image ``Q`` and the coalesced
+  thread digits;
+* the **key**: the map written out (F2 bases for declared layouts, else the coalesced digits,
+  else derived F2 bases), interned, so that equal keys prove equal layouts.
+
+**Why coalesced digits decide.** The coalesced form of a digit-linear map is unique on any chain:
+refining a digit ``(p, r, s)`` at ``p r1`` gives ``(p, r1, s), (p r1, r / r1, s r1)``, which merge
+back, and whether two neighbouring digits merge at a place value does not change under
+refinement. Two maps over a common refinement of their chains are equal iff their offsets and
+per-digit strides there agree (evaluate at the origin and at each unit digit), i.e. iff their
+coalesced forms agree. So: equal coalesced forms prove equality on any sizes; different
+coalesced forms prove a difference when the place values of the two forms refine to one chain
+(always so for powers of two), and otherwise :func:`decide` leaves the pair to the strategies.
+
+:func:`decide` mirrors the order and conditions of the ``auto`` strategies (``f2`` for two
+declared F2 layouts, else ``radix``, else ``f2``) and answers only where they would decide, with
+their method name; it returns ``None`` otherwise (and whenever a layout's normal form met an
+error, so that the strategy raises it as before). The caller attaches the counterexample lazily
+(:meth:`layoutverify.core.result.Result.deferred`): the strategy itself builds and re-checks it.
+"""
+from __future__ import annotations
+
+import weakref
+
+from layoutverify.core import f2 as F2
+from layoutverify.core import radix as RADIX
+from layoutverify.core import table as TABLE
+from layoutverify.core.errors import LayoutError
+from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
+
+REGISTER = "register"
+_ATTR = "_compare_normal_form"  # the memo slot in the layout's __dict__ (like its cached properties)
+_UNSET = object()
+
+
+# -- F2 bases (bit-packed) ------------------------------------------------------------------------
+class _F2Data:
+    """Packed bases of one F2 layout, with the echelon forms compare needs (built once)."""
+
+    __slots__ = ("packing", "bases", "_span", "_reg")
+
+    def __init__(self, lay: Layout, f2bases: dict):
+        self.packing = F2.Packing(lay.out_sizes)
+        self.bases = {n: [self.packing.pack(v) for v in vs] for n, vs in f2bases.items()}
+        self._span = self._reg = None
+
+    @property
+    def span(self) -> F2.Echelon:
+        """The image (span of every basis)."""
+        if self._span is None:
+            self._span = F2.Echelon(v for vs in self.bases.values() for v in vs)
+        return self._span
+
+    @property
+    def reg(self) -> F2.Echelon:
+        """The span of the register bases (each thread's elements are a coset of it)."""
+        if self._reg is None:
+            self._reg = F2.Echelon(self.bases.get(REGISTER, []))
+        return self._reg
+
+
+_F2_CACHE: "weakref.WeakKeyDictionary[Layout, _F2Data | None]" = weakref.WeakKeyDictionary()
+
+
+def f2_data(lay: Layout) -> _F2Data | None:
+    """Bit-packed bases of an F2-linear layout (cached per layout), or ``None``.
+
+    Declared bases are used as they are; otherwise the bases are read off the expressions
+    symbolically (:func:`layoutverify.core.f2.linearize`, exact when it succeeds), and only when that
+    cannot decide does the layout's own exhaustive check run (``Layout.f2_bases``)."""
+    try:
+        return _F2_CACHE[lay]
+    except KeyError:
+        pass
+    bases = None
+    declared = lay.__dict__.get("_declared_bases")
+    if declared is not None:  # from_bases checked every entry against the shape
+        bases = declared
+    elif lay.all_pow2:
+        out_sizes = lay.out_sizes
+        bases = F2.linearize(lay.exprs, lay.in_dims, out_sizes)
+        if bases is None and lay.in_size() <= MAX_TABLE_LOCATIONS:
+            # past the table limit F2-linearity needs a proof; the z3 path decides instead
+            bases = TABLE.f2_bases(lay)
+        if bases is not None:
+            for n, vs in bases.items():
+                for i, v in enumerate(vs):
+                    if any(c >= s for c, s in zip(v, out_sizes)):
+                        raise LayoutError(f"layout maps hardware location {n}={1 << i} to {list(v)}, "
+                                          f"outside its logical shape {list(out_sizes)}")
+    d = None if bases is None else _F2Data(lay, bases)
+    _F2_CACHE[lay] = d
+    return d
+
+
+def _rref(vectors) -> list[int]:
+    """The reduced row echelon basis of the span (each pivot bit set in its row only), highest
+    pivot first: the canonical basis, so equal lists mean equal spans."""
+    rows = F2.Echelon(vectors).basis()  # highest pivot first, pivots distinct
+    for i in range(len(rows) - 1, -1, -1):  # back-substitute: clear each pivot from the rows above
+        p = 1 << (rows[i].bit_length() - 1)
+        for j in range(i):
+            if rows[j] & p:
+                rows[j] ^= rows[i]
+    return rows
+
+
+def _reduce(v: int, rref: list[int]) -> int:
+    """The canonical representative of ``v + span(rref)`` (every pivot bit cleared)."""
+    for r in rref:
+        if v >> (r.bit_length() - 1) & 1:
+            v ^= r
+    return v
+
+
+class F2Part:
+    __slots__ = ("data", "key", "span", "reg", "tred")
+
+    def __init__(self, nf: "NormalForm", data: _F2Data):
+        self.data = data
+        b = data.bases
+        self.key = _intern(("f2", nf.sizes, nf.out_dims, tuple((n, tuple(b.get(n, ()))) for n, _ in nf.sizes)))
+        self.span = tuple(_rref(v for vs in b.values() for v in vs))
+        reg = _rref(b.get(REGISTER, ()))
+        self.reg = tuple(reg)
+        self.tred = tuple((n, tuple(_reduce(v, reg) for v in b.get(n, ()))) for n, _ in nf.threads)
+
+
+# -- mixed radix ----------------------------------------------------------------------------------
+def _coalesce(digits: dict) -> dict:
+    """``{name: ((place, radix, strides), ...)}`` with adjacent digits merged where the upper
+    stride is the lower stride times its radix (see the module docstring)."""
+    per: dict = {}
+    for (n, p), (r, s) in sorted(digits.items()):
+        run = per.setdefault(n, [])
+        if run:
+            p0, r0, s0 = run[-1]
+            if p0 * r0 == p and all(x == y * r0 for x, y in zip(s, s0)):
+                run[-1] = (p0, r0 * r, s0)
+                continue
+        run.append((p, r, s))
+    return {n: tuple(v) for n, v in per.items()}
+
+
+class RadixPart:
+    __slots__ = ("key", "offset", "co", "cuts", "pow2", "image", "q", "tkey")
+
+    def __init__(self, nf: "NormalForm", lay: Layout, df: "RADIX.DigitForm"):
+        digits = df.own_digits()
+        co = _coalesce(digits)
+        self.offset = df.offset
+        self.co = co
+        self.key = _intern(("radix", nf.sizes, nf.out_dims, df.offset, tuple((n, co.get(n, ())) for n, _ in nf.sizes)))
+        self.cuts = {n: tuple(p for p, _, _ in co.get(n, ())) for n, _ in nf.sizes}
+        self.pow2 = all(s & (s - 1) == 0 for _, s in nf.sizes) and all(
+            p & (p - 1) == 0 for ps in self.cuts.values() for p in ps)
+        self.image = RADIX._image(df, digits, df.offset)
+        self.q = None
+        if nf.has_register:
+            self.q = RADIX._image(df, {k: v for k, v in digits.items() if k[0] == REGISTER}, df.offset)
+        self.tkey = tuple((n, co.get(n, ())) for n, _ in nf.threads)
+
+
+    def at(self, name: str, x: int) -> tuple:
+        """The element at hardware location ``name = x`` (every other dim 0), from the digits."""
+        out = list(self.offset)
+        for p, r, s in self.co.get(name, ()):
+            t = (x // p) % r
+            if t:
+                for d, c in enumerate(s):
+                    out[d] += t * c
+        return tuple(out)
+
+
+def _differ_at_a_cut(ra: RadixPart, rb: RadixPart, dims) -> bool:
+    """Whether the two maps differ at the origin or at a place value of either coalesced form
+    (exact evaluation of both digit forms; ``False`` proves nothing)."""
+    if ra.offset != rb.offset:
+        return True
+    for n, _ in dims:
+        for x in set(ra.cuts[n]) | set(rb.cuts[n]):
+            if x and ra.at(n, x) != rb.at(n, x):
+                return True
+    return False
+
+
+def _chains_combine(ra: RadixPart, rb: RadixPart, dims) -> bool:
+    """Whether the place values of both coalesced forms refine to one divisibility chain per
+    hardware dim (both layouts have the same sizes on ``dims``)."""
+    if ra.pow2 and rb.pow2:
+        return True
+    for n, s in dims:
+        ps = sorted(set(ra.cuts[n]) | set(rb.cuts[n]) | {s})
+        if any(b % a for a, b in zip(ps, ps[1:])):
+            return False
+    return True
+
+
+# -- the normal form --------------------------------------------------------------------------------
+_KEYS: dict = {}
+
+
+def _intern(key: tuple) -> tuple:
+    if len(_KEYS) >= 1 << 16:
+        _KEYS.clear()
+    return _KEYS.setdefault(key, key)
+
+
+class NormalForm:
+    """Everything :func:`decide` needs of one layout (see the module docstring)."""
+
+    __slots__ = ("layout", "kind", "out_dims", "sizes", "threads", "has_register", "declared", "error",
+                 "_f2", "_radix", "key", "__weakref__")
+
+    def __init__(self, lay: Layout):
+        self.layout = weakref.ref(lay)
+        self.kind = lay.kind
+        self.out_dims = lay.out_dims
+        self.sizes = tuple(sorted((n, s) for n, s in lay.in_dims if s > 1))
+        self.threads = tuple((n, s) for n, s in self.sizes if n != REGISTER)
+        self.has_register = REGISTER in lay.in_names
+        self.declared = "_declared_bases" in lay.__dict__
+        self.error = False
+        self._f2 = self._radix = _UNSET
+        part = self.f2 if self.declared else (self.radix or self.f2)
+        self.key = None if part is None or self.error else part.key
+
+    def _lay(self) -> Layout:
+        return self.layout()
+
+    @property
+    def f2(self) -> F2Part | None:
+        if self._f2 is _UNSET:
+            try:
+                d = f2_data(self._lay())
+                self._f2 = None if d is None else F2Part(self, d)
+            except LayoutError:
+                self.error, self._f2 = True, None
+        return self._f2
+
+    @property
+    def radix(self) -> RadixPart | None:
+        if self._radix is _UNSET:
+            lay = self._lay()
+            part = None
+            try:
+                df = RADIX.digit_form(lay)
+                if df is not None:
+                    if any(m >= s for m, s in zip(df.maximum(), lay.out_sizes)):
+                        self.error = True  # compare_radix raises the error with its message
+                    else:
+                        part = RadixPart(self, lay, df)
+            except LayoutError:
+                self.error = True
+            self._radix = part
+        return self._radix
+
+
+def of(lay: Layout) -> NormalForm:
+    """The layout's normal form, built on first use and memoised on the layout."""
+    nf = lay.__dict__.get(_ATTR)
+    if nf is None:
+        nf = NormalForm(lay)
+        lay.__dict__[_ATTR] = nf
+    return nf
+
+
+def prepare(lay: Layout) -> Layout:
+    """Build ``lay``'s normal form now (it is otherwise built by the first comparison) and return
+    ``lay``."""
+    of(lay)
+    return lay
+
+
+# -- verdicts on normal forms -------------------------------------------------------------------------
+def decide(a: Layout, b: Layout, na: NormalForm, nb: NormalForm):
+    """``(verdict, method)`` proved on the normal forms, or ``None`` (see the module docstring).
+    The logical dims and kinds must already agree."""
+    ka = na.key
+    if ka is not None and (ka is nb.key or ka == nb.key):
+        return "equal", ka[0]
+    if na.declared and nb.declared:
+        return _decide_f2(na, nb)
+    ra, rb = na.radix, nb.radix
+    if ra is not None and rb is not None:
+        return None if na.error or nb.error else _decide_radix(na, nb, ra, rb)
+    if na.error or nb.error:
+        return None
+    if na.f2 is not None and nb.f2 is not None and not (na.error or nb.error):
+        return _decide_f2(na, nb)
+    return None
+
+
+def _decide_f2(na: NormalForm, nb: NormalForm):
+    fa, fb = na.f2, nb.f2
+    if fa is None or fb is None or na.error or nb.error:
+        return None
+    if fa.key is fb.key or fa.key == fb.key:
+        return "equal", "f2"
+    if fa.span != fb.span:
+        return "different_tensors", "f2"
+    if not (na.has_register or nb.has_register) or na.threads != nb.threads:
+        return "not_equal", "f2"
+    if fa.reg != fb.reg or fa.tred != fb.tred:
+        return "not_equal", "f2"
+    return "equal_up_to_register_order", "f2"
+
+
+def _decide_radix(na: NormalForm, nb: NormalForm, ra: RadixPart, rb: RadixPart):
+    if ra.image is None or rb.image is None:
+        return None  # overlapping digits: the strategy compares bitmaps
+    if ra.image != rb.image:
+        return "different_tensors", "radix"
+    if ra.key is rb.key or ra.key == rb.key:  # (the layouts' keys may be of other parts)
+        return "equal", "radix"
+    if na.sizes == nb.sizes and not _chains_combine(ra, rb, na.sizes) and not _differ_at_a_cut(ra, rb, na.sizes):
+        return None  # no common chain and no difference at a place value: left to the strategies
+    # not pointwise equal: the keys differ (different sizes, or different coalesced forms)
+    if not (na.has_register or nb.has_register) or na.threads != nb.threads:
+        return "not_equal", "radix"
+    if ra.q is None or rb.q is None:
+        return None
+    if ra.q != rb.q:
+        return "not_equal", "radix"
+    if not _chains_combine(ra, rb, na.threads):
+        return None
+    if ra.tkey == rb.tkey:
+        return "equal_up_to_register_order", "radix"
+    return "not_equal", "radix"
