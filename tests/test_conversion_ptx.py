@@ -22,18 +22,14 @@ checks the classifier, not the Triton adapter. Assertions:
 * where Triton is costlier than necessary, the rule responsible is named, and without replicated
   data it can only be one of the two register<->lane rules; the counts are printed.
 
-Compiling runs in two worker subprocesses (a malformed layout can abort Triton's C++), each fed
-half of the pairs; a worker that dies is restarted after the pair it died on. About 0.2-0.4 s per
-pair (LLVM's O3 dominates), so 1-3 minutes on two cores.
+Compiling goes through the package (``layoutverify.adapters.triton.lowering.compile_conversions``
+and its ``compile_worker``): two worker subprocesses (a malformed layout can abort Triton's C++),
+each fed half of the pairs; a worker that dies is restarted after the pair it died on. The PTX
+class is ``lowering.ptx_class``, the one the suite tests use.
 """
 from __future__ import annotations
 
-import json
-import os
 import random
-import re
-import subprocess
-import sys
 import time
 
 import pytest
@@ -42,6 +38,8 @@ N_PAIRS = 520
 SEED = 20240917
 WORKERS = 2
 
+#: this sweep's dtype names -> the compile worker's
+WORKER_DTYPE = {"fp16": "f16", "fp32": "f32"}
 RANK_OF = {"no_op": 0, "register_permute": 0, "intra_warp": 1, "intra_cta": 2, "cross_cta": 3}
 PTX_CLASS = ("registers", "shuffle", "shared")
 
@@ -209,191 +207,14 @@ def make_cases(n: int = N_PAIRS, seed: int = SEED) -> list[dict]:
             a = _blocked(rnd, nw)
             b = dict(a) if rnd.random() < 0.5 else {"kind": "as_linear", "of": a}
         shape = _cap(shape, nw, mins)
-        cases.append({"id": len(cases), "family": fam, "shape": shape, "num_warps": nw, "dtype": dtype,
-                      "a": a, "b": b})
+        cases.append({"id": len(cases), "family": fam, "shape": shape, "num_warps": nw, "dtype": WORKER_DTYPE[dtype],
+                      "arch": 90, "a": a, "b": b})
     return cases
 
 
-# ---------------------------------------------------------------------------------------------
-# worker: build, compile to PTX, classify (runs in a subprocess: ``python this_file --worker``)
-def _worker() -> None:  # pragma: no cover - runs in a subprocess
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    import contextlib
-    import io
-
-    from triton._C.libtriton import gluon_ir, ir
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import make_backend
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon._runtime import GluonASTSource
-
-    @gluon.jit
-    def cvt2d(in_ptr, out_ptr, M: gl.constexpr, N: gl.constexpr, A: gl.constexpr, B: gl.constexpr):
-        ra = gl.arange(0, M, layout=gl.SliceLayout(1, A))
-        ca = gl.arange(0, N, layout=gl.SliceLayout(0, A))
-        x = gl.load(in_ptr + ra[:, None] * N + ca[None, :])
-        y = gl.convert_layout(x, B)
-        rb = gl.arange(0, M, layout=gl.SliceLayout(1, B))
-        cb = gl.arange(0, N, layout=gl.SliceLayout(0, B))
-        gl.store(out_ptr + rb[:, None] * N + cb[None, :], y)
-
-    @gluon.jit
-    def cvt1d(in_ptr, out_ptr, M: gl.constexpr, A: gl.constexpr, B: gl.constexpr):
-        x = gl.load(in_ptr + gl.arange(0, M, layout=A))
-        y = gl.convert_layout(x, B)
-        gl.store(out_ptr + gl.arange(0, M, layout=B), y)
-
-    target = GPUTarget("cuda", 90, 32)
-    backend = make_backend(target)
-    ctx = ir.context()
-    ir.load_dialects(ctx)
-    builder = gluon_ir.GluonOpBuilder(ctx)
-
-    def build(spec, shape):
-        k = spec["kind"]
-        if k == "blocked":
-            return gl.BlockedLayout(spec["spt"], spec["tpw"], spec["wpc"], spec["order"])
-        if k == "mma":
-            return gl.NVMMADistributedLayout(spec["version"], spec["warps"], spec["instr"])
-        if k == "dot":
-            return gl.DotOperandLayout(spec["op"], build(spec["parent"], shape), spec["k_width"])
-        if k == "slice":
-            return gl.SliceLayout(spec["dim"], build(spec["parent"], shape))
-        if k == "linear":
-            return gl.DistributedLinearLayout(spec["reg"], spec["lane"], spec["warp"], spec["block"], shape)
-        if k == "as_linear":
-            ll = builder.to_linear_layout(build(spec["of"], shape)._to_ir(builder), shape)
-            return gl.DistributedLinearLayout(ll.reg_bases, ll.lane_bases, ll.warp_bases, ll.block_bases, shape)
-        raise ValueError(k)
-
-    def bases(layout, shape):
-        ll = builder.to_linear_layout(layout._to_ir(builder), shape)
-        return {"register": ll.reg_bases, "lane": ll.lane_bases, "warp": ll.warp_bases, "block": ll.block_bases}
-
-    def triton_cvt(a_bases, b_bases, shape):
-        """Triton's own ``dst.invertAndCompose(src)``: dst location -> the src location it reads."""
-        from triton._C.libtriton.linear_layout import LinearLayout as LL
-        names = [f"dim{i}" for i in range(len(shape))]
-        a = LL.from_bases(list(a_bases.items()), names, list(shape))
-        b = LL.from_bases(list(b_bases.items()), names, list(shape))
-        comp = b.invert_and_compose(a)
-        return {"bases": [[k, v] for k, v in comp.bases], "out": comp.get_out_dim_names()}
-
-    def to_ptx(fn, pointer_type, consts, num_warps):
-        signature = {"in_ptr": pointer_type, "out_ptr": pointer_type, **{k: "constexpr" for k in consts}}
-        src = GluonASTSource(fn, signature, constexprs=consts)
-        options = backend.parse_options({"num_warps": num_warps})
-        stages = {}
-        backend.add_stages(stages, options, src.language)
-        cctx = ir.context()
-        ir.load_dialects(cctx)
-        backend.load_dialects(cctx)
-        module = src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(), cctx)
-        metadata = {"hash": "0" * 64, "target": target, **options.__dict__}
-        keys = list(stages)
-        for ext in keys[keys.index(src.ext) + 1:]:
-            module = stages[ext](module, metadata)
-            if ext == "ptx":
-                return module
-        raise RuntimeError("no ptx stage")
-
-    ptr = {"fp16": "*fp16", "fp32": "*fp32"}
-    for line in sys.stdin:
-        case = json.loads(line)
-        out = {"id": case["id"]}
-        try:
-            shape = case["shape"]
-            A, B = build(case["a"], shape), build(case["b"], shape)
-            out["a_bases"], out["b_bases"] = bases(A, shape), bases(B, shape)
-            out["cvt"] = triton_cvt(out["a_bases"], out["b_bases"], shape)
-            consts = {"A": A, "B": B}
-            if len(shape) == 2:
-                consts.update(M=shape[0], N=shape[1])
-                fn = cvt2d
-            else:
-                consts.update(M=shape[0])
-                fn = cvt1d
-            t0 = time.perf_counter()
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                ptx = to_ptx(fn, ptr[case["dtype"]], consts, case["num_warps"])
-            out["compile_s"] = time.perf_counter() - t0
-            out["counts"] = {name: len(re.findall(rx, ptx)) for name, rx in _PTX_PATTERNS.items()}
-        except Exception as e:  # a layout Triton rejects: reported, not a failure of ours
-            out["error"] = f"{type(e).__name__}: {str(e)[:200]}"
-        sys.stdout.write(json.dumps(out) + "\n")
-        sys.stdout.flush()
-
-
-_PTX_PATTERNS = {
-    "shfl": r"\bshfl\.sync",
-    "st_shared": r"\bst\.shared",
-    "ld_shared": r"\bld\.shared",
-    "stmatrix": r"\bstmatrix",
-    "ldmatrix": r"\bldmatrix",
-    "bar": r"\bbar\.sync|\bbarrier\.sync",
-}
-
-
 def ptx_class(counts: dict) -> str:
-    if counts["st_shared"] + counts["ld_shared"] + counts["stmatrix"] + counts["ldmatrix"]:
-        return "shared"
-    if counts["shfl"]:
-        return "shuffle"
-    return "registers"
-
-
-def run_workers(cases: list[dict], workers: int = WORKERS, timeout: float = 600) -> dict[int, dict]:
-    """Compile every case in ``workers`` subprocesses; a worker that dies (Triton abort) is
-    restarted after the case it died on, which is recorded as ``crash``."""
-    results: dict[int, dict] = {}
-    chunks = [cases[i::workers] for i in range(workers)]
-    env = dict(os.environ, TRITON_DEFAULT_FP_FUSION="1", PYTHONWARNINGS="ignore")
-    pending = [list(c) for c in chunks]
-    procs: list = [None] * workers
-    deadline = time.monotonic() + timeout
-
-    def start(i):
-        todo = pending[i]
-        if not todo:
-            procs[i] = None
-            return
-        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-        p.stdin.write("".join(json.dumps(c) + "\n" for c in todo))
-        p.stdin.close()
-        procs[i] = p
-
-    for i in range(workers):
-        start(i)
-    import selectors
-    sel = selectors.DefaultSelector()
-    for i, p in enumerate(procs):
-        if p is not None:
-            sel.register(p.stdout, selectors.EVENT_READ, i)
-    while sel.get_map():
-        if time.monotonic() > deadline:
-            for p in procs:
-                if p is not None:
-                    p.kill()
-            raise TimeoutError("Triton workers took too long")
-        for key, _ in sel.select(timeout=5):
-            i = key.data
-            line = key.fileobj.readline()
-            if line:
-                r = json.loads(line)
-                results[r["id"]] = r
-                pending[i] = [c for c in pending[i] if c["id"] != r["id"]]
-                continue
-            sel.unregister(key.fileobj)
-            procs[i].wait()
-            if pending[i]:  # died on the next pending case
-                dead = pending[i].pop(0)
-                results[dead["id"]] = {"id": dead["id"], "error": f"crash (exit {procs[i].returncode})"}
-                start(i)
-                if procs[i] is not None:
-                    sel.register(procs[i].stdout, selectors.EVENT_READ, i)
-    return results
+    from layoutverify.adapters.triton.lowering import ptx_class as classify
+    return classify(counts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -428,9 +249,13 @@ def compiled():
         from triton.backends.compiler import GPUTarget  # noqa: F401
     except ImportError:
         pytest.skip("this Triton has no Gluon")
+    from layoutverify.adapters.triton.lowering import compile_conversions, ptx_counts
     cases = make_cases()
     t0 = time.perf_counter()
-    res = run_workers(cases)
+    res = compile_conversions(cases, workers=WORKERS, timeout=600)
+    for r in res.values():
+        if "ptx" in r:
+            r["counts"] = ptx_counts(r.pop("ptx"))
     return cases, res, time.perf_counter() - t0
 
 
@@ -492,8 +317,3 @@ def test_conversion_classes_match_triton_ptx(compiled):
         assert any(m == mech for m, _ in table), f"no pair classified {mech}"
     for t in PTX_CLASS:
         assert any(x == t for _, x in table), f"Triton never used {t}"
-
-
-if __name__ == "__main__":  # pragma: no cover
-    if "--worker" in sys.argv:
-        _worker()

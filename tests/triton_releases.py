@@ -106,8 +106,14 @@ def install(release: str, root: Path | None = None) -> str:
         _run([sys.executable, "-m", "venv", "--without-pip", str(tmp)], "venv")
         site = _run([str(venv_python(tmp)), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                     "venv").strip()
-        _run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-input", "--disable-pip-version-check",
-              "--quiet", "--target", site, f"triton=={wheel}"], f"pip install triton=={wheel}")
+        # out of CI a machine without network should skip soon, not after pip's default retries
+        patience = [] if in_ci() else ["--retries", "1", "--timeout", "20"]
+        try:
+            _run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-input", "--disable-pip-version-check",
+                  "--quiet", *patience, "--target", site, f"triton=={wheel}"], f"pip install triton=={wheel}")
+        except Unavailable:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         os.rename(tmp, final)
     got = triton_version_of(str(venv_python(final)))
     if got != wheel:

@@ -9,7 +9,8 @@ A case: ``{"id", "a", "b", "shape": [M] or [M, N], "dtype": "fp8"|"f16"|"bf16"|"
 "arch": 80|90, "num_warps", "observe": bool}``; layouts ``a``/``b`` are Gluon specs:
 ``{"kind": "blocked", "spt", "tpw", "wpc", "order"}``, ``{"kind": "mma", "version", "warps",
 "instr"}``, ``{"kind": "dot", "op", "parent", "k_width"}``, ``{"kind": "slice", "dim", "parent"}``,
-``{"kind": "linear", "reg", "lane", "warp", "block"}``.
+``{"kind": "linear", "reg", "lane", "warp", "block"}``, and ``{"kind": "as_linear", "of"}``: the
+``DistributedLinearLayout`` with the bases Triton's own ``to_linear_layout`` gives the layout ``of``.
 
 The kernel loads the tile in ``a`` (element ``i`` of the row-major tile at ``in_ptr + i``),
 converts it to ``b`` and stores it in ``b`` at the same offsets. With ``observe`` it first passes
@@ -69,19 +70,25 @@ def kernels():
     return _KERNELS
 
 
-def build_layout(gl, spec: dict, shape: list):
-    """A Gluon layout object from a JSON spec (see the module docstring)."""
+def build_layout(gl, spec: dict, shape: list, builder=None):
+    """A Gluon layout object from a JSON spec (see the module docstring); ``as_linear`` needs the
+    ``GluonOpBuilder`` ``builder``."""
     k = spec["kind"]
     if k == "blocked":
         return gl.BlockedLayout(spec["spt"], spec["tpw"], spec["wpc"], spec["order"])
     if k == "mma":
         return gl.NVMMADistributedLayout(spec["version"], spec["warps"], spec["instr"])
     if k == "dot":
-        return gl.DotOperandLayout(spec["op"], build_layout(gl, spec["parent"], shape), spec["k_width"])
+        return gl.DotOperandLayout(spec["op"], build_layout(gl, spec["parent"], shape, builder), spec["k_width"])
     if k == "slice":
-        return gl.SliceLayout(spec["dim"], build_layout(gl, spec["parent"], list(shape) + [1]))
+        return gl.SliceLayout(spec["dim"], build_layout(gl, spec["parent"], list(shape) + [1], builder))
     if k == "linear":
         return gl.DistributedLinearLayout(spec["reg"], spec["lane"], spec["warp"], spec["block"], list(shape))
+    if k == "as_linear":
+        if builder is None:
+            raise ValueError("an as_linear layout needs a GluonOpBuilder")
+        ll = builder.to_linear_layout(build_layout(gl, spec["of"], shape, builder)._to_ir(builder), list(shape))
+        return gl.DistributedLinearLayout(ll.reg_bases, ll.lane_bases, ll.warp_bases, ll.block_bases, list(shape))
     raise ValueError(f"unknown Gluon layout kind {k!r}")
 
 
@@ -102,7 +109,7 @@ def main() -> None:  # pragma: no cover - runs in a subprocess
     builder = gluon_ir.GluonOpBuilder(ctx)
 
     def build(spec, shape):
-        return build_layout(gl, spec, shape)
+        return build_layout(gl, spec, shape, builder)
 
     def bases(layout, shape):
         ll = builder.to_linear_layout(layout._to_ir(builder), shape)
