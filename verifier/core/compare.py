@@ -37,12 +37,20 @@ Strategies (``method``):
            ``f2`` when both are F2-linear; else ``table`` up to
            :data:`layoutverify.core.table.TABLE_FALLBACK` locations; else ``z3``.
 
+Before any strategy, ``auto`` looks at the two layouts' *normal forms*, built once per layout
+and memoised on it (:mod:`layoutverify.core.normalform`; :func:`prepare` builds one eagerly):
+equal keys prove ``equal``, and the F2 spans, coalesced digits and images decide the other
+verdicts wherever the strategy named in ``method`` would, in microseconds. Such a verdict's
+witness is built on first access by that strategy (:meth:`Result.deferred`), which must reach the
+same verdict.
+
 Every witness a strategy returns is re-evaluated on both layouts with the numpy evaluator
 before it is reported.
 """
 from __future__ import annotations
 
 import time
+
 import numpy as np
 
 from layoutverify.core import expr as E
@@ -55,6 +63,8 @@ from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedErr
 from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
 
 METHODS = ("auto", "f2", "radix", "z3", "table")
+_NF_ATTR = NF._ATTR
+_clock = time.perf_counter
 
 
 from layoutverify.core.result import (  # noqa: F401  (re-exported: the public API of compare)
@@ -98,24 +108,30 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
     SMT-LIB2 (with the z3 strategy's answers as comments). When another strategy decides and
     ``smt2`` is given, the z3 strategy also runs, to write the file, and must agree.
     """
+    t0 = _clock()
+    if method == "auto" and smt2 is None:
+        # normal forms (memoised on the layouts): most pairs are decided here in microseconds
+        try:
+            na, nb = a.__dict__[_NF_ATTR], b.__dict__[_NF_ATTR]
+        except (AttributeError, KeyError):
+            na = nb = None
+            if isinstance(a, Layout) and isinstance(b, Layout):
+                na, nb = NF.of(a), NF.of(b)
+        if na is not None and na.head is nb.head:  # same kind and logical dims
+            ka = na.key
+            if ka is not None and ka is nb.key:
+                return _proved("equal", ka[0], _clock() - t0, _EQUAL_REASON[ka[0]])
+            got = NF.decide(na, nb)
+            if got is not None:
+                verdict, how = got
+                if verdict == "equal":
+                    return _proved("equal", how, _clock() - t0, _EQUAL_REASON[how])
+                # proved on the normal forms; the strategy builds the counterexample when asked
+                return _proved(verdict, how, _clock() - t0, None, lambda: _decide(Pair(a, b), "auto", timeout_ms, None))
     if not isinstance(a, Layout) or not isinstance(b, Layout):
         raise LayoutError("compare needs two Layout objects")
     if method not in METHODS:
         raise LayoutError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    t0 = time.perf_counter()
-    if method == "auto" and smt2 is None:
-        na = a.__dict__.get(NF._ATTR) or NF.of(a)
-        nb = b.__dict__.get(NF._ATTR) or NF.of(b)
-        if na.out_dims == nb.out_dims and na.kind == nb.kind:
-            got = NF.decide(a, b, na, nb)
-            if got is not None:
-                verdict, how = got
-                if verdict == "equal":
-                    res = Result("equal", how, None, 0.0, _EQUAL_REASON[how])
-                else:  # proved on the normal forms; the strategy builds the counterexample when asked
-                    res = Result.deferred(verdict, how, lambda: _decide(Pair(a, b), "auto", timeout_ms, None))
-                res.seconds = time.perf_counter() - t0
-                return res
     res = _early(a, b, method)
     if res is None:
         pair = Pair(a, b)
@@ -124,6 +140,7 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
     return res
 
 
+_proved = Result.proved
 _EQUAL_REASON = {"f2": "every hardware location holds the same element (identical F2 bases)",
                  "radix": "every hardware location holds the same element (identical mixed-radix digit strides)"}
 

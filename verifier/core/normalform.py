@@ -223,21 +223,26 @@ def _intern(key: tuple) -> tuple:
 class NormalForm:
     """Everything :func:`decide` needs of one layout (see the module docstring)."""
 
-    __slots__ = ("layout", "kind", "out_dims", "sizes", "threads", "has_register", "declared", "error",
-                 "_f2", "_radix", "key", "__weakref__")
+    __slots__ = ("layout", "head", "kind", "out_dims", "sizes", "threads", "has_register", "declared", "error",
+                 "_f2", "_radix", "key", "mode", "part", "__weakref__")
 
     def __init__(self, lay: Layout):
         self.layout = weakref.ref(lay)
         self.kind = lay.kind
         self.out_dims = lay.out_dims
-        self.sizes = tuple(sorted((n, s) for n, s in lay.in_dims if s > 1))
-        self.threads = tuple((n, s) for n, s in self.sizes if n != REGISTER)
+        self.head = _intern((self.kind, self.out_dims))  # layouts with other heads: shape / kind verdicts
+        self.sizes = _intern(tuple(sorted((n, s) for n, s in lay.in_dims if s > 1)))
+        self.threads = _intern(tuple((n, s) for n, s in self.sizes if n != REGISTER))
         self.has_register = REGISTER in lay.in_names
         self.declared = "_declared_bases" in lay.__dict__
         self.error = False
         self._f2 = self._radix = _UNSET
         part = self.f2 if self.declared else (self.radix or self.f2)
-        self.key = None if part is None or self.error else part.key
+        #: the part ``auto`` decides on when the other layout has the same mode: ``"f2"`` (declared
+        #: bases, or F2-linear without digit form) or ``"radix"``; ``None`` when neither applies
+        self.part = None if part is None or self.error else part
+        self.key = None if self.part is None else part.key
+        self.mode = None if self.part is None else ("f2" if isinstance(part, F2Part) else "radix")
 
     def _lay(self) -> Layout:
         return self.layout()
@@ -287,26 +292,32 @@ def prepare(lay: Layout) -> Layout:
 
 
 # -- verdicts on normal forms -------------------------------------------------------------------------
-def decide(a: Layout, b: Layout, na: NormalForm, nb: NormalForm):
+def decide(na: NormalForm, nb: NormalForm):
     """``(verdict, method)`` proved on the normal forms, or ``None`` (see the module docstring).
     The logical dims and kinds must already agree."""
     ka = na.key
     if ka is not None and (ka is nb.key or ka == nb.key):
         return "equal", ka[0]
+    mode = na.mode
+    if mode is not None and mode == nb.mode:  # both F2 (declared or without digits), or both radix
+        if mode == "f2":
+            return _decide_f2(na, nb, na.part, nb.part)
+        return _decide_radix(na, nb, na.part, nb.part)
     if na.declared and nb.declared:
-        return _decide_f2(na, nb)
+        return _decide_f2(na, nb, na.f2, nb.f2)
     ra, rb = na.radix, nb.radix
     if ra is not None and rb is not None:
         return None if na.error or nb.error else _decide_radix(na, nb, ra, rb)
     if na.error or nb.error:
         return None
-    if na.f2 is not None and nb.f2 is not None and not (na.error or nb.error):
-        return _decide_f2(na, nb)
+    fa = na.f2
+    fb = None if fa is None else nb.f2
+    if fa is not None and fb is not None and not (na.error or nb.error):
+        return _decide_f2(na, nb, fa, fb)
     return None
 
 
-def _decide_f2(na: NormalForm, nb: NormalForm):
-    fa, fb = na.f2, nb.f2
+def _decide_f2(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
     if fa is None or fb is None or na.error or nb.error:
         return None
     if fa.key is fb.key or fa.key == fb.key:

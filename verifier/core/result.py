@@ -19,6 +19,9 @@ REGISTER = "register"
 _DIM_ORDER = ("register", "offset", "lane", "warp", "block")
 
 
+_new = object.__new__
+
+
 class Result:
     """The outcome of :func:`compare`.
 
@@ -40,23 +43,45 @@ class Result:
     verdict (an :class:`AssertionError`, i.e. an internal error, otherwise).
     """
 
-    __slots__ = ("verdict", "method", "seconds", "details", "_witness", "_reason", "_build")
+    # defaults on the class: a result is built with a few attribute stores (compare answers many
+    # pairs in about a microsecond each)
+    _witness = _reason = _build = _details = None
 
     def __init__(self, verdict: str, method: str, witness: dict | None, seconds: float, reason: str,
                  details: dict | None = None):
         self.verdict, self.method, self.seconds = verdict, method, seconds
-        self._witness, self._reason, self._build = witness, reason, None
-        self.details = {} if details is None else details
+        self._witness, self._reason = witness, reason
+        if details:
+            self._details = details
+
+    @classmethod
+    def proved(cls, verdict: str, method: str, seconds: float, reason: str | None = None, build=None) -> "Result":
+        """A verdict decided on normal forms: ``equal`` with its ``reason``, or another verdict
+        whose witness and reason come from ``build()`` (see :meth:`deferred`)."""
+        r = _new(cls)
+        r.verdict, r.method, r.seconds = verdict, method, seconds
+        if build is None:
+            r._reason = reason
+        else:
+            r._build = build
+        return r
 
     @classmethod
     def deferred(cls, verdict: str, method: str, build) -> "Result":
         """A result whose witness and reason come from ``build()``, a full :class:`Result` of
         the same verdict, called once on first access."""
-        r = cls.__new__(cls)
-        r.verdict, r.method, r.seconds, r.details = verdict, method, 0.0, {}
-        r._witness = r._reason = None
-        r._build = build
-        return r
+        return cls.proved(verdict, method, 0.0, None, build)
+
+    @property
+    def details(self) -> dict:
+        """Extra facts (e.g. ``smt2``: the file the queries went to); created on first use."""
+        if self._details is None:
+            self._details = {}
+        return self._details
+
+    @details.setter
+    def details(self, value) -> None:
+        self._details = value
 
     def _force(self) -> None:
         build, self._build = self._build, None
@@ -108,7 +133,7 @@ class Result:
     def to_json(self) -> dict:
         return {"verdict": self.verdict, "method": self.method, "witness": _jsonable(self.witness),
                 "seconds": round(self.seconds, 6), "reason": self.reason, **(
-                    {"details": _jsonable(self.details)} if self.details else {})}
+                    {"details": _jsonable(self._details)} if self._details else {})}
 
 
 def _jsonable(x):
