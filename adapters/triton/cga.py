@@ -107,7 +107,10 @@ def combine_cta_cga(cta: LL, cga: "Sequence[Sequence[int]] | LL", shape: Sequenc
     names = dim_names(rank)
     if sorted(cta.out_names) != names:
         raise LayoutError(f"internal: CTA tile has out dims {cta.out_names}, expected {names}")
-    if isinstance(cga, LL):
+    if not isinstance(cga, LL) and not cga:
+        # one CTA: the CGA layout is an empty ``block`` dim (fitting and reordering it change nothing)
+        cga_ll = None
+    elif isinstance(cga, LL):
         cga_ll = cga
     else:
         for b in cga:
@@ -118,7 +121,10 @@ def combine_cta_cga(cta: LL, cga: "Sequence[Sequence[int]] | LL", shape: Sequenc
     for n, s in want.items():
         if not is_pow2(s):
             raise LayoutError(f"Triton layouts need power-of-two tensor sizes; {n} is {s}")
-    cga_ll = fit_cga(cga_ll, want).transpose_outs(cta.out_names)
+    if cga_ll is None:
+        cga_ll = LL._of({"block": []}, [(n, 1) for n in cta.out_names])
+    else:
+        cga_ll = fit_cga(cga_ll, want).transpose_outs(cta.out_names)
     cta_shape = {n: max(1, want[n] // cga_ll.out_size(n)) for n in cta.out_names}
     cta = fit_cta(cta.not_smaller(cta_shape), cta_shape)
     out = (cta * cga_ll).transpose_outs(names)

@@ -43,6 +43,17 @@ def supremum(x: Sequence[str], y: Sequence[str]) -> list[str]:
 
     Triton orders the in and out dims of a product this way.
     """
+    # the common cases first (same names, one side empty, no shared name): no merge needed
+    if x == y or not y:
+        return list(x)
+    if not x:
+        return list(y)
+    if set(x).isdisjoint(y):
+        return list(x) + list(y)
+    if _is_subsequence(y, x):
+        return list(x)
+    if _is_subsequence(x, y):
+        return list(y)
     pos_x = {n: i for i, n in enumerate(x)}
     pos_y = {n: i for i, n in enumerate(y)}
     out: list[str] = []
@@ -72,6 +83,12 @@ def supremum(x: Sequence[str], y: Sequence[str]) -> list[str]:
             out.append(y[j])
 
 
+def _is_subsequence(x: Sequence[str], y: Sequence[str]) -> bool:
+    """Does ``y`` hold every name of ``x`` in the same relative order? (then merging gives ``y``)"""
+    it = iter(y)
+    return all(n in it for n in x)
+
+
 class LL:
     """An F2 linear layout with ordered, named in and out dims (Triton's ``LinearLayout``)."""
 
@@ -88,6 +105,16 @@ class LL:
                     raise LayoutError(f"basis {v} of {k!r} has {len(v)} entries for {n} out dims")
             self.bases[k] = vs
 
+    @classmethod
+    def _of(cls, bases: dict[str, list[list[int]]], outs: list[tuple[str, int]]) -> "LL":
+        """Internal constructor without copies or checks: ``bases`` and ``outs`` are fresh,
+        consistent (one entry per out dim in every basis) and never changed afterwards. Layouts
+        are immutable, so results may share basis vectors with their operands."""
+        ll = cls.__new__(cls)
+        ll.bases = bases
+        ll.outs = outs
+        return ll
+
     # -- constructors -------------------------------------------------------------------------
     @classmethod
     def empty(cls) -> "LL":
@@ -97,13 +124,13 @@ class LL:
     def identity1d(cls, size: int, in_dim: str, out_dim: str) -> "LL":
         if not is_pow2(size):
             raise LayoutError(f"size {size} along {out_dim} is not a power of two")
-        return cls({in_dim: [[1 << i] for i in range(log2(size))]}, [(out_dim, size)])
+        return cls._of({in_dim: [[1 << i] for i in range(log2(size))]}, [(out_dim, size)])
 
     @classmethod
     def zeros1d(cls, size: int, in_dim: str, out_dim: str, out_size: int = 1) -> "LL":
         if not is_pow2(size):
             raise LayoutError(f"size {size} of {in_dim} is not a power of two")
-        return cls({in_dim: [[0] for _ in range(log2(size))]}, [(out_dim, out_size)])
+        return cls._of({in_dim: [[0] for _ in range(log2(size))]}, [(out_dim, int(out_size))])
 
     @classmethod
     def inferred(cls, bases: Mapping[str, Sequence[Sequence[int]]], out_names: Sequence[str],
@@ -115,9 +142,12 @@ class LL:
         for vs in bases.values():
             for v in vs:
                 for d, c in enumerate(v):
-                    if c < 0:
-                        raise LayoutError(f"{what}: basis {list(v)} has a negative entry")
-                    sizes[d] = max(sizes[d], 1 << int(c).bit_length())
+                    if c:
+                        if c < 0:
+                            raise LayoutError(f"{what}: basis {list(v)} has a negative entry")
+                        s = 1 << int(c).bit_length()
+                        if s > sizes[d]:
+                            sizes[d] = s
         ll = cls(bases, list(zip(out_names, sizes)))
         if require_surjective and not ll.is_surjective():
             raise LayoutError(f"{what}: the bases do not cover every element of a "
@@ -128,11 +158,23 @@ class LL:
     def standard_nd(cls, in_dim: str, sizes: Sequence[int], order: Sequence[int]) -> "LL":
         """``identityStandardND``: ``in_dim`` walks ``sizes`` (per logical dim), ``order[0]`` fastest;
         the out dims come in ``order`` (most minor first)."""
-        names = dim_names(len(sizes))
-        out = cls.empty()
-        for d in order:
-            out = out * cls.identity1d(sizes[d], in_dim, names[d])
-        return out
+        # built directly: the product of ``identity1d(sizes[d], in_dim, dim<d>)`` over ``order``
+        if not len(order):
+            return cls.empty()
+        k = len(order)
+        outs, vecs = [], []
+        for p, d in enumerate(order):
+            size = sizes[d]
+            if not is_pow2(size):
+                raise LayoutError(f"size {size} along dim{d} is not a power of two")
+            outs.append((f"dim{d}", size))
+            for i in range(size.bit_length() - 1):
+                w = [0] * k
+                w[p] = 1 << i
+                vecs.append(w)
+        if len({n for n, _ in outs}) != k:
+            raise LayoutError(f"internal: order {list(order)} repeats a dim")
+        return cls._of({in_dim: vecs}, outs)
 
     # -- queries ------------------------------------------------------------------------------
     @property
@@ -189,46 +231,112 @@ class LL:
         """Triton's product ``self * other``: ``self`` is the inner (fast) part. Shared in dims
         get ``self``'s bases then ``other``'s; ``other``'s out coordinates are scaled by
         ``self``'s out sizes; out sizes multiply."""
-        ins = supremum(self.in_names, other.in_names)
-        outs = supremum(self.out_names, other.out_names)
-        size = {n: self.out_size(n) * other.out_size(n) for n in outs}
+        if len(other.outs) == 1 and len(other.bases) == 1:
+            return self._times_1d(other)
+        s_names = [n for n, _ in self.outs]
+        o_names = [n for n, _ in other.outs]
+        ins = supremum(list(self.bases), list(other.bases))
+        outs = supremum(s_names, o_names)
+        s_size, o_size = dict(self.outs), dict(other.outs)
+        k = len(outs)
+        pos = {n: i for i, n in enumerate(outs)}
+        s_idx = [pos[n] for n in s_names]
+        s_same = s_names == outs       # self's vectors are already in the product's out order
+        o_place = [(pos[n], s_size.get(n, 1)) for n in o_names]
         bases: dict[str, list[list[int]]] = {}
         for i in ins:
-            vs = []
-            for v in self.bases.get(i, []):
-                m = dict(zip(self.out_names, v))
-                vs.append([m.get(n, 0) for n in outs])
-            for v in other.bases.get(i, []):
-                m = dict(zip(other.out_names, v))
-                vs.append([m.get(n, 0) * self.out_size(n) for n in outs])
+            sv = self.bases.get(i)
+            if not sv:
+                vs = []
+            elif s_same:
+                vs = list(sv)
+            else:
+                vs = []
+                for v in sv:
+                    w = [0] * k
+                    for j, c in zip(s_idx, v):
+                        w[j] = c
+                    vs.append(w)
+            ov = other.bases.get(i)
+            if ov:
+                for v in ov:
+                    w = [0] * k
+                    for (j, scale), c in zip(o_place, v):
+                        w[j] = c * scale
+                    vs.append(w)
             bases[i] = vs
-        return LL(bases, [(n, size[n]) for n in outs])
+        return LL._of(bases, [(n, s_size.get(n, 1) * o_size.get(n, 1)) for n in outs])
+
+    def _times_1d(self, other: "LL") -> "LL":
+        """``self * other`` for ``other`` with one in dim and one out dim (``identity1d``,
+        ``zeros1d``): the same merge of names, done without the general bookkeeping."""
+        (o_name, o_size), = other.outs
+        (i_name, o_vecs), = other.bases.items()
+        outs = list(self.outs)
+        k = len(outs)
+        for pos, (n, s) in enumerate(outs):
+            if n == o_name:
+                outs[pos] = (n, s * o_size)
+                scale = s
+                bases = dict(self.bases)
+                break
+        else:   # a new out dim, last: every vector of ``self`` gets a 0 for it
+            pos, scale = k, 1
+            k += 1
+            outs.append((o_name, o_size))
+            bases = {i: [v + [0] for v in vs] for i, vs in self.bases.items()}
+        added = []
+        for (c,) in o_vecs:
+            w = [0] * k
+            w[pos] = c * scale
+            added.append(w)
+        bases[i_name] = bases[i_name] + added if i_name in bases else added
+        return LL._of(bases, outs)
 
     def transpose_outs(self, names: Sequence[str]) -> "LL":
         names = list(names)
-        if sorted(names) != sorted(self.out_names):
-            raise LayoutError(f"cannot reorder out dims {self.out_names} as {names}")
-        idx = [self.out_names.index(n) for n in names]
-        return LL({k: [[v[i] for i in idx] for v in vs] for k, vs in self.bases.items()},
-                  [self.outs[i] for i in idx])
+        own = [n for n, _ in self.outs]
+        if names == own:
+            return self
+        if sorted(names) != sorted(own):
+            raise LayoutError(f"cannot reorder out dims {own} as {names}")
+        idx = [own.index(n) for n in names]
+        return LL._of({k: [[v[i] for i in idx] for v in vs] for k, vs in self.bases.items()},
+                      [self.outs[i] for i in idx])
 
     def not_smaller(self, shape: Mapping[str, int]) -> "LL":
         """``ensureLayoutNotSmallerThan``: repeat along the first in dim (register/offset), one
         out dim at a time in this layout's out-dim order, until each out dim reaches ``shape``."""
+        # built directly: ``self * identity1d(desired // actual, first, name)`` per short out dim
         first = self.in_names[0]
-        ret = self
-        for name, actual in self.outs:
+        outs = list(self.outs)
+        k = len(outs)
+        added = []
+        for oi, (name, actual) in enumerate(self.outs):
             desired = shape[name]
             if actual < desired:
                 if desired % actual:
                     raise LayoutError(f"size {desired} of {name} is not a multiple of the layout's {actual}")
-                ret = ret * LL.identity1d(desired // actual, first, name)
-        return ret
+                f = desired // actual
+                if not is_pow2(f):
+                    raise LayoutError(f"size {f} along {name} is not a power of two")
+                for i in range(f.bit_length() - 1):
+                    w = [0] * k
+                    w[oi] = actual << i
+                    added.append(w)
+                outs[oi] = (name, desired)
+        if outs == self.outs:
+            return self
+        bases = dict(self.bases)
+        bases[first] = self.bases[first] + added
+        return LL._of(bases, outs)
 
     def not_larger(self, shape: Mapping[str, int], *, broadcast_registers: bool = True) -> "LL":
         """``ensureLayoutNotLargerThan``: for each out dim larger than ``shape``, zero its largest
         bases (broadcast) until it fits; with ``broadcast_registers=False`` such register bases are
         removed instead of zeroed."""
+        if all(actual <= shape[name] for name, actual in self.outs):
+            return self._sizes_inferred()
         bases = {k: [list(v) for v in vs] for k, vs in self.bases.items()}
         dropped: set[int] = set()
         for oi, (name, actual) in enumerate(self.outs):
@@ -249,13 +357,28 @@ class LL:
             bases["register"] = [v for bi, v in enumerate(bases["register"]) if bi not in dropped]
         return LL.inferred(bases, self.out_names, require_surjective=False)
 
+    def _sizes_inferred(self) -> "LL":
+        """``LL.inferred(self.bases, self.out_names, require_surjective=False)``: out sizes shrunk
+        to the smallest powers of two above every basis value (``self`` when they already are)."""
+        sizes = [1] * len(self.outs)
+        for vs in self.bases.values():
+            for v in vs:
+                for d, c in enumerate(v):
+                    if c:
+                        s = 1 << c.bit_length()
+                        if s > sizes[d]:
+                            sizes[d] = s
+        if all(s == have for s, (_, have) in zip(sizes, self.outs)):
+            return self
+        return LL._of(self.bases, [(n, s) for (n, _), s in zip(self.outs, sizes)])
+
     def drop_zero_registers(self) -> "LL":
         """Remove register bases that move nothing (a thread holds no duplicate registers)."""
         if not any(not any(v) for v in self.bases.get("register", [])):
             return self
         bases = dict(self.bases)
         bases["register"] = [v for v in bases["register"] if any(v)]
-        return LL(bases, self.outs)
+        return LL._of(bases, list(self.outs))
 
     def map_outs(self, fn, out_names: Sequence[str]) -> "LL":
         """New out dims: ``fn(basis) -> new basis`` applied to every basis; sizes inferred."""

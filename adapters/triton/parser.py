@@ -27,6 +27,7 @@ integers past :data:`MAX_INT` and tensors of more than :data:`MAX_ELEMENTS` elem
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -592,8 +593,172 @@ class _Parser:
 
 
 def parse_text(text: str) -> Parsed:
-    """Parse TTGIR layout text (attribute, tensor/memdesc type, optional alias definitions)."""
+    """Parse TTGIR layout text (attribute, tensor/memdesc type, optional alias definitions).
+
+    The common spellings go through :func:`fast_parse`; everything else, and every error, through
+    the tokenizer and recursive-descent parser above (which names the bad token and its column)."""
+    parsed = fast_parse(text)
+    if parsed is not None:
+        return parsed
     return _Parser(text).parse()
+
+
+# ---------------------------------------------------------------------------------------------
+# Fast path: one pass over the text with anchored patterns, no token objects
+# ---------------------------------------------------------------------------------------------
+#: ``#ttg.kind<{`` (or ``#triton_gpu.``): the head of an attribute with a dictionary body
+_F_HEAD = re.compile(r"#(?:ttg|triton_gpu)\.([A-Za-z_][A-Za-z0-9_]*)\s*<\s*\{\s*")
+#: ``#name =`` at the start of an alias definition, and ``#name`` where an alias is used
+_F_ALIAS_DEF = re.compile(r"\s*#([A-Za-z_][A-Za-z0-9_]*)\s*=\s*")
+_F_ALIAS_USE = re.compile(r"#([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_$.])")
+_F_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_$.]*)\s*=\s*")
+#: a list of integers or of lists of integers (two levels at most; JSON reads it)
+_F_LIST = re.compile(r"\[(?:[-0-9\s,]++|\[[-0-9\s,]*+\])*+\]")
+_F_INT = re.compile(r"-?[0-9]{1,9}")
+_F_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+#: after a value: ``,`` (another entry follows) or ``}`` then ``>`` (the attribute ends)
+_F_NEXT = re.compile(r"\s*(?:(,)\s*|\}\s*>)")
+_F_TENSOR = re.compile(r"(\s*)tensor\s*<\s*((?:[0-9]{1,9}[ \t]*x[ \t]*)+)([A-Za-z_][A-Za-z0-9_$.]*)\s*,\s*")
+_F_TENSOR_END = re.compile(r"\s*>\s*")
+_F_SPACE = re.compile(r"\s*")
+#: integers of 10 or more digits may pass MAX_INT: the full parser checks those
+_F_LONG_INT = re.compile(r"[0-9]{10}")
+#: nesting of attributes the fast path follows (deeper ones go to the full parser)
+_F_MAX_NESTING = 8
+
+
+class _Fallback(Exception):
+    """The fast path does not take this text; the full parser reads it (or names its error)."""
+
+
+def fast_parse(text) -> Parsed | None:
+    """The :class:`Parsed` of ``text`` when it is in the common form, else ``None``.
+
+    Reads a ``#ttg.kind<{key = value, ...}>`` attribute (values: integers, ``true``/``false``,
+    names, integer lists up to two levels deep, nested attributes), optionally inside
+    ``tensor<SHAPExELEM, ...>`` and after ``#name = #ttg....`` alias definitions. Anything else
+    (comments, typed integers, strings, unit keys, memdesc types, non-dictionary bodies, repeated
+    keys, long integers, an error of any kind) answers ``None``: the full parser then reads the
+    text, so results and error messages are those of the full parser. ``tests/test_triton_fast_parse.py``
+    checks that both give equal results."""
+    if type(text) is not str or len(text) > MAX_TEXT or _F_LONG_INT.search(text):
+        return None
+    try:
+        return _FastParser(text).parse()
+    except (_Fallback, ValueError):
+        return None
+
+
+class _FastParser:
+    __slots__ = ("text", "aliases")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.aliases: dict[str, Attr] = {}
+
+    def parse(self) -> Parsed:
+        t = self.text
+        pos = 0
+        last = None
+        prelude_end = 0
+        while True:
+            m = _F_ALIAS_DEF.match(t, pos)
+            if m is None:
+                break
+            name = m.group(1)
+            if name in self.aliases or name in GENERIC_DIALECTS:
+                raise _Fallback
+            attr, pos = self.attribute(m.end(), 0)
+            self.aliases[name] = last = attr
+            prelude_end = pos
+        start = _F_SPACE.match(t, pos).end()
+        if start == len(t):
+            if last is None:
+                raise _Fallback
+            return Parsed(attr=last, aliases=dict(self.aliases), prelude=t[:prelude_end].strip(), main=last.text)
+        m = _F_TENSOR.match(t, pos)
+        if m is not None:
+            dims = m.group(2).split("x")
+            shape = tuple(int(d) for d in dims[:-1])
+            elem = m.group(3)
+            total = 1
+            for v in shape:
+                total *= v
+            if 0 in shape or total > MAX_ELEMENTS or not _ELEMENT_TYPE.fullmatch(elem):
+                raise _Fallback
+            attr, pos = self.attribute(m.end(), 1)
+            e = _F_TENSOR_END.match(t, pos)
+            if e is None or e.end() != len(t):
+                raise _Fallback
+            out = Parsed(attr=attr, shape=shape, element_type=elem, container="tensor")
+        else:
+            attr, pos = self.attribute(start, 0)
+            if _F_SPACE.match(t, pos).end() != len(t):
+                raise _Fallback
+            out = Parsed(attr=attr)
+        out.aliases = dict(self.aliases)
+        out.prelude = t[:prelude_end].strip() if prelude_end else ""
+        out.main = t[start:].strip()
+        return out
+
+    def attribute(self, pos: int, nesting: int) -> tuple[Attr, int]:
+        """The attribute (or alias use) at ``pos`` and the position after it."""
+        t = self.text
+        m = _F_HEAD.match(t, pos)
+        if m is None:
+            u = _F_ALIAS_USE.match(t, pos)
+            if u is None or u.group(1) not in self.aliases:
+                raise _Fallback
+            return self.aliases[u.group(1)], u.end()
+        if nesting > _F_MAX_NESTING:
+            raise _Fallback
+        kind = m.group(1)
+        kind = KIND_RENAMES.get(kind, kind)
+        params: dict[str, Any] = {}
+        p = m.end()
+        if t.startswith("}", p):
+            e = _F_NEXT.match(t, p)
+            if e is None or e.group(1):
+                raise _Fallback
+            p = e.end()
+        else:
+            while True:
+                k = _F_KEY.match(t, p)
+                if k is None:
+                    raise _Fallback
+                key = k.group(1)
+                if key in params:
+                    raise _Fallback
+                p = k.end()
+                c = t[p:p + 1]
+                if c == "[":
+                    v = _F_LIST.match(t, p)
+                    if v is None:
+                        raise _Fallback
+                    params[key] = json.loads(v.group())
+                    p = v.end()
+                elif c == "#":
+                    params[key], p = self.attribute(p, nesting + 1)
+                elif c == "-" or "0" <= c <= "9":
+                    v = _F_INT.match(t, p)
+                    if v is None:
+                        raise _Fallback
+                    params[key] = int(v.group())
+                    p = v.end()
+                else:
+                    v = _F_WORD.match(t, p)
+                    if v is None:
+                        raise _Fallback
+                    word = v.group()
+                    params[key] = True if word == "true" else False if word == "false" else word
+                    p = v.end()
+                e = _F_NEXT.match(t, p)
+                if e is None:
+                    raise _Fallback
+                p = e.end()
+                if not e.group(1):
+                    break
+        return Attr(kind, params, pos - (t.rfind("\n", 0, pos) + 1) + 1, t[pos:p]), p
 
 
 def parse_attr(text: str) -> Attr:

@@ -49,6 +49,8 @@ def normalize(value) -> str:
     """``value`` as one of :data:`SUPPORTED`; ``None`` means :func:`default`."""
     if value is None:
         return default()
+    if value.__class__ is str and value in SUPPORTED:
+        return value
     if isinstance(value, bool):
         raise LayoutError(f"triton_version must be one of {', '.join(SUPPORTED)}, got {value!r}")
     text = f"{value:.1f}" if isinstance(value, float) else str(value)
@@ -65,6 +67,7 @@ def of(options: Mapping) -> str:
     return normalize(options.get(OPTION))
 
 
+@lru_cache(maxsize=64)
 def _key(v: str) -> tuple[int, int]:
     a, b = v.split(".")
     return int(a), int(b)

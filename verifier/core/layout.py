@@ -51,6 +51,10 @@ def log2(n: int) -> int:
 
 
 def _norm_dims(dims, what: str) -> tuple[tuple[str, int], ...]:
+    if (type(dims) is tuple or type(dims) is list) and all(
+            type(p) is tuple and len(p) == 2 and type(p[0]) is str and p[0] and type(p[1]) is int and p[1] > 0
+            for p in dims) and len({p[0] for p in dims}) == len(dims):
+        return tuple(dims)  # already (name, positive int size) pairs with distinct names
     if isinstance(dims, Mapping):
         dims = list(dims.items())
     out = []
@@ -69,6 +73,17 @@ def _norm_dims(dims, what: str) -> tuple[tuple[str, int], ...]:
             raise LayoutError(f"{what} dim {name!r} must have a positive integer size, got {size!r}")
         out.append((name, int(size)))
     return tuple(out)
+
+
+def _inside(vecs: Sequence[tuple[int, ...]], out_dims: Sequence[tuple[str, int]]) -> bool:
+    """Does every basis vector have one entry per logical dim, each in ``[0, size)``?"""
+    nout = len(out_dims)
+    if any(len(v) != nout for v in vecs):
+        return False
+    for col, (_, size) in zip(zip(*vecs), out_dims):
+        if min(col) < 0 or max(col) >= size:
+            return False
+    return True
 
 
 def logical_dims(shape: Sequence[int]) -> tuple[tuple[str, int], ...]:
@@ -177,26 +192,29 @@ class Layout:
         nout = len(out_dims)
         in_dims = []
         declared = {}
+        every = []
         for in_name, vecs in bases.items():
-            vecs = [tuple(int(c) for c in v) for v in vecs]
+            vecs = [tuple(map(int, v)) for v in vecs]
             in_dims.append((in_name, 1 << len(vecs)))
-            for v in vecs:
-                if len(v) != nout:
-                    raise LayoutError(
-                        f"basis {list(v)} of {in_name!r} has {len(v)} entries, expected {nout} (one per logical dim)")
-                for d, c in enumerate(v):
-                    if c < 0 or c >= out_dims[d][1]:
-                        raise LayoutError(
-                            f"basis {list(v)} of {in_name!r} is outside logical dim {out_dims[d][0]!r} of size {out_dims[d][1]}")
             declared[in_name] = vecs
+            every += vecs
+        if every and not _inside(every, out_dims):  # the fast check failed: find the culprit
+            for in_name, vecs in declared.items():
+                for v in vecs:
+                    if len(v) != nout:
+                        raise LayoutError(
+                            f"basis {list(v)} of {in_name!r} has {len(v)} entries, expected {nout} (one per logical dim)")
+                    for d, c in enumerate(v):
+                        if c < 0 or c >= out_dims[d][1]:
+                            raise LayoutError(
+                                f"basis {list(v)} of {in_name!r} is outside logical dim {out_dims[d][0]!r} of size {out_dims[d][1]}")
         if not in_dims:
             raise LayoutError("a layout needs at least one hardware dim")
         lay = cls.__new__(cls)
-        lay.in_dims = _norm_dims(in_dims, "hardware")
-        lay.out_dims = out_dims
-        lay._exprs = None  # built from the bases on first use (see ``exprs``)
-        lay.name = name
-        lay.__dict__["_declared_bases"] = declared
+        # set once here, past the immutability guard of ``__setattr__``; ``_exprs`` is built from
+        # the bases on first use (see ``exprs``)
+        lay.__dict__.update(in_dims=_norm_dims(in_dims, "hardware"), out_dims=out_dims, _exprs=None, name=name,
+                            _declared_bases=declared)
         return lay
 
     @classmethod
