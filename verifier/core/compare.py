@@ -63,7 +63,6 @@ from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedErr
 from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
 
 METHODS = ("auto", "f2", "radix", "z3", "table")
-_NF_ATTR = NF._ATTR
 _clock = time.perf_counter
 
 
@@ -112,22 +111,30 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
     if method == "auto" and smt2 is None:
         # normal forms (memoised on the layouts): most pairs are decided here in microseconds
         try:
-            na, nb = a.__dict__[_NF_ATTR], b.__dict__[_NF_ATTR]
-        except (AttributeError, KeyError):
+            na, nb = a._compare_normal_form, b._compare_normal_form
+        except AttributeError:
             na = nb = None
             if isinstance(a, Layout) and isinstance(b, Layout):
                 na, nb = NF.of(a), NF.of(b)
         if na is not None and na.head is nb.head:  # same kind and logical dims
             ka = na.key
-            if ka is not None and ka is nb.key:
-                return _proved("equal", ka[0], _clock() - t0, _EQUAL_REASON[ka[0]])
+            if ka is not None and ka is nb.key:  # one interned key: the same map
+                # a Result built with a few stores (Result.proved, inlined: this is the hot path)
+                res = _new(Result)
+                res.verdict, res.method = "equal", ka[0]
+                res._reason = _EQUAL_REASON[ka[0]]
+                res.seconds = _clock() - t0
+                return res
             got = NF.decide(na, nb)
             if got is not None:
-                verdict, how = got
-                if verdict == "equal":
-                    return _proved("equal", how, _clock() - t0, _EQUAL_REASON[how])
-                # proved on the normal forms; the strategy builds the counterexample when asked
-                return _proved(verdict, how, _clock() - t0, None, lambda: _decide(Pair(a, b), "auto", timeout_ms, None))
+                res = _new(Result)
+                res.verdict, res.method = got
+                if got[0] == "equal":
+                    res._reason = _EQUAL_REASON[got[1]]
+                else:  # proved on the normal forms; the strategy builds the counterexample when asked
+                    res._build = _witness_builder(a, b, timeout_ms)
+                res.seconds = _clock() - t0
+                return res
     if not isinstance(a, Layout) or not isinstance(b, Layout):
         raise LayoutError("compare needs two Layout objects")
     if method not in METHODS:
@@ -140,7 +147,13 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
     return res
 
 
-_proved = Result.proved
+_new = object.__new__
+def _witness_builder(a: Layout, b: Layout, timeout_ms: int):
+    """The deferred counterexample of a verdict proved on normal forms: the ``auto`` strategies'
+    full result (kept out of :func:`compare` itself so that its hot path creates no closure)."""
+    return lambda: _decide(Pair(a, b), "auto", timeout_ms, None)
+
+
 _EQUAL_REASON = {"f2": "every hardware location holds the same element (identical F2 bases)",
                  "radix": "every hardware location holds the same element (identical mixed-radix digit strides)"}
 

@@ -43,7 +43,7 @@ from layoutverify.core.errors import LayoutError
 from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
 
 REGISTER = "register"
-_ATTR = "_compare_normal_form"  # the memo slot in the layout's __dict__ (like its cached properties)
+_ATTR = "_compare_normal_form"  # the memo slot in the layout's __dict__ (like its cached properties; compare reads it as an attribute)
 _UNSET = object()
 
 
@@ -300,9 +300,16 @@ def decide(na: NormalForm, nb: NormalForm):
         return "equal", ka[0]
     mode = na.mode
     if mode is not None and mode == nb.mode:  # both F2 (declared or without digits), or both radix
-        if mode == "f2":
-            return _decide_f2(na, nb, na.part, nb.part)
-        return _decide_radix(na, nb, na.part, nb.part)
+        if mode == "radix":
+            return _decide_radix(na, nb, na.part, nb.part)
+        fa, fb = na.part, nb.part  # _decide_f2 inlined (the keys were compared above)
+        if fa.span != fb.span:
+            return "different_tensors", "f2"
+        if not (na.has_register or nb.has_register) or na.threads != nb.threads:
+            return "not_equal", "f2"
+        if fa.reg != fb.reg or fa.tred != fb.tred:
+            return "not_equal", "f2"
+        return "equal_up_to_register_order", "f2"
     if na.declared and nb.declared:
         return _decide_f2(na, nb, na.f2, nb.f2)
     ra, rb = na.radix, nb.radix
