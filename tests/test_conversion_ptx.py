@@ -223,8 +223,8 @@ def _layout(bases: dict, shape):
     return Layout.from_bases({k: v for k, v in bases.items()}, shape)
 
 
-def triton_decision(cvt: dict, a_bases: dict) -> tuple[str, str]:
-    """Triton 3.9's choice by the package's model of its lowering rules
+def triton_decision(cvt: dict, a_bases: dict, release: str = "3.9") -> tuple[str, str]:
+    """Triton ``release``'s choice by the package's model of its lowering rules
     (``layoutverify.adapters.triton.lowering.decide``: ``minimalCvtLayout``, ``cvtNeedsWarpShuffle``,
     ``getWarpLayoutConvertDecomposition``), applied to Triton's own ``dst.invertAndCompose(src)``
     (``cvt``: dst location -> the src location it reads). Returns (``registers`` | ``shuffle`` |
@@ -232,7 +232,7 @@ def triton_decision(cvt: dict, a_bases: dict) -> tuple[str, str]:
     from layoutverify.adapters.triton.lowering import decide
     outs = list(cvt["out"])
     locs = {k: [dict(zip(outs, v)) for v in vs] for k, vs in cvt["bases"]}
-    return decide(locs, a_bases, "3.9")
+    return decide(locs, a_bases, release)
 
 
 def _has_broadcast(a, b) -> bool:
@@ -259,19 +259,61 @@ def compiled():
     return cases, res, time.perf_counter() - t0
 
 
-def test_triton_rules_predict_ptx(compiled):
-    """Our reading of Triton's rules (``triton_decision``) predicts the PTX of every pair, so the
-    disagreements below are explained by those rules, not guessed. The rules are Triton 3.9's."""
-    import triton
-    if not triton.__version__.startswith("3.9"):
-        pytest.skip(f"the rules are read from Triton 3.9, this is {triton.__version__}")
-    cases, res, _ = compiled
+def _mispredicted(cases, res, release):
     wrong = []
     for c in cases:
         r = res.get(c["id"], {})
-        if "counts" in r and triton_decision(r["cvt"], r["a_bases"])[0] != ptx_class(r["counts"]):
-            wrong.append((c, triton_decision(r["cvt"], r["a_bases"]), r["counts"]))
+        if "counts" in r and triton_decision(r["cvt"], r["a_bases"], release)[0] != ptx_class(r["counts"]):
+            wrong.append((c, triton_decision(r["cvt"], r["a_bases"], release), r["counts"]))
+    return wrong
+
+
+def test_triton_rules_predict_ptx(compiled):
+    """Our reading of Triton's rules (``triton_decision``, for the installed release) predicts the
+    PTX of every pair, so the disagreements below are explained by those rules, not guessed."""
+    from layoutverify.adapters.triton import version
+    release = version.installed()
+    if release not in version.SUPPORTED:
+        pytest.skip(f"the rules are those of Triton {', '.join(version.SUPPORTED)}, this is {release}")
+    cases, res, _ = compiled
+    wrong = _mispredicted(cases, res, release)
     assert not wrong, f"{len(wrong)} pairs where Triton's rules as read do not predict its PTX: {wrong[:3]}"
+
+
+OTHER_RELEASE_STRIDE = 4
+
+
+def _other_releases() -> list[str]:
+    from layoutverify.adapters.triton import version
+    return [v for v in version.SUPPORTED if v != version.installed()]
+
+
+@pytest.mark.parametrize("release", _other_releases())
+def test_triton_rules_predict_ptx_of_other_releases(release, compiled, triton_python):
+    """The same with the other supported releases, each in its own interpreter (``conftest.py``'s
+    ``triton_python``), on every ``OTHER_RELEASE_STRIDE``-th pair plus every pair whose predicted
+    class differs between releases (by the rules applied to the installed release's
+    ``invert_and_compose``), to keep the run short; the release's own ``invert_and_compose`` and
+    PTX decide."""
+    from layoutverify.adapters.triton import version
+    from layoutverify.adapters.triton.lowering import compile_conversions, ptx_counts
+    python = triton_python(release)
+    cases, res_installed, _ = compiled
+    sensitive = {c["id"] for c in cases if "cvt" in res_installed.get(c["id"], {})
+                 and len({triton_decision(res_installed[c["id"]]["cvt"], res_installed[c["id"]]["a_bases"], v)[0]
+                          for v in version.SUPPORTED}) > 1}
+    picked = [c for c in cases if c["id"] % OTHER_RELEASE_STRIDE == 0 or c["id"] in sensitive]
+    res = compile_conversions(picked, python=python, workers=WORKERS, timeout=600)
+    compiled_ok = 0
+    for r in res.values():
+        if "ptx" in r:
+            assert r["triton"].startswith(release + "."), r["triton"]
+            r["counts"] = ptx_counts(r.pop("ptx"))
+            compiled_ok += 1
+    assert compiled_ok >= 0.95 * len(picked), [r.get("error") for r in res.values() if "error" in r][:3]
+    assert sensitive and sensitive <= {c["id"] for c in picked}
+    wrong = _mispredicted(picked, res, release)
+    assert not wrong, f"Triton {release}: {len(wrong)} of {compiled_ok} pairs mispredicted: {wrong[:3]}"
 
 
 def test_conversion_classes_match_triton_ptx(compiled):
