@@ -85,7 +85,8 @@ class Result:
 
     def _force(self) -> None:
         build, self._build = self._build, None
-        full = build()
+        # a callable, or (function, *arguments): the hot path stores a tuple, not a closure
+        full = build[0](*build[1:]) if type(build) is tuple else build()
         if full.verdict != self.verdict:
             raise AssertionError(f"internal: the normal forms say {self.verdict}, the {full.method} strategy "
                                  f"says {full.verdict}")
