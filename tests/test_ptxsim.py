@@ -24,16 +24,18 @@ def suite():
     return load_suite()
 
 
-@pytest.fixture(scope="session")
-def compiled_sm90(suite_ptx):
-    """The suite compiled for sm_90 by the installed Triton (for the corruption tests)."""
-    return suite_ptx(version.installed(), 90)
+@pytest.fixture(params=version.SUPPORTED)
+def compiled_sm90(request, suite_ptx):
+    """``(release, the suite compiled for sm_90 by it)`` for every supported release (the
+    corruption tests run on each release's PTX)."""
+    return request.param, suite_ptx(request.param, 90)
 
 
 def _pair(suite, compiled, name):
+    release, ptx_of = compiled
     i = [p.name for p in suite].index(name)
     p = suite[i]
-    return p, layouts(p)[1], compiled[i]["ptx"]
+    return p, layouts(p, release)[1], ptx_of[i]["ptx"]
 
 
 @pytest.mark.parametrize("release", version.SUPPORTED)
