@@ -143,51 +143,40 @@ def _a_location(layout, flat):
     return {n: int(hw[i, k]) for k, n in enumerate(layout.in_names)}
 
 
-_BENCH = None
-
-
 def _bench_kernels():
-    global _BENCH
-    if _BENCH is None:
-        from triton.experimental import gluon
-        from triton.experimental.gluon import language as gl
-
-        @gluon.jit
-        def bench2d(in_ptr, out_ptr, k_ptr, reps, M: gl.constexpr, N: gl.constexpr, A: gl.constexpr,
-                    B: gl.constexpr):
-            ra = gl.arange(0, M, layout=gl.SliceLayout(1, A))
-            ca = gl.arange(0, N, layout=gl.SliceLayout(0, A))
-            x = gl.load(in_ptr + ra[:, None] * N + ca[None, :])
-            k = gl.load(k_ptr)
-            rb = gl.arange(0, M, layout=gl.SliceLayout(1, B))
-            cb = gl.arange(0, N, layout=gl.SliceLayout(0, B))
-            acc = gl.load(in_ptr + rb[:, None] * N + cb[None, :])
-            for _ in range(reps):
-                y = gl.convert_layout(x, B)
-                acc = acc ^ y
-                x = x ^ k
-            pid = gl.program_id(0)
-            gl.store(out_ptr + pid * (M * N) + rb[:, None] * N + cb[None, :], acc)
-
-        @gluon.jit
-        def bench1d(in_ptr, out_ptr, k_ptr, reps, M: gl.constexpr, A: gl.constexpr, B: gl.constexpr):
-            x = gl.load(in_ptr + gl.arange(0, M, layout=A))
-            k = gl.load(k_ptr)
-            acc = gl.load(in_ptr + gl.arange(0, M, layout=B))
-            for _ in range(reps):
-                y = gl.convert_layout(x, B)
-                acc = acc ^ y
-                x = x ^ k
-            pid = gl.program_id(0)
-            gl.store(out_ptr + pid * M + gl.arange(0, M, layout=B), acc)
-
-        _BENCH = (bench2d, bench1d)
-    return _BENCH
+    from .loop_worker import bench_kernels
+    return bench_kernels()
 
 
-def time_conversion(case: dict, *, ctas: int, reps=(16, 144), samples: int = 15, baseline: bool = True) -> dict:
+def kernel_facts(kernel) -> dict:
+    """Registers, spills and the loop's SASS counts (:mod:`.sass`) of a launched loop kernel."""
+    import os
+    import tempfile
+
+    import triton
+
+    from .sass import loop_counts
+    out = {"n_regs": getattr(kernel, "n_regs", None), "n_spills": getattr(kernel, "n_spills", None)}
+    nvdisasm = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
+    try:
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(kernel.asm["cubin"])
+            f.flush()
+            sass = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True, check=True,
+                                  timeout=120).stdout
+        out["loop"] = loop_counts(sass).to_json()
+    except Exception as e:  # noqa: BLE001 - the counts are extra information
+        out["loop_error"] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def time_conversion(case: dict, *, ctas: int, reps=(16, 144), samples: int = 15, baseline: bool = True,
+                    target_ms: float = 8.0, max_reps: int = 8192) -> dict:
     """Slope timing (see the module docstring). Returns ns per conversion per CTA (SM time), the
-    raw slopes and the repetition counts."""
+    raw slopes and the repetition counts. Where the larger repetition count runs under
+    ``target_ms``, it is raised (up to ``max_reps``) so that the slope is not lost in launch jitter;
+    the baseline uses the same counts. Also the registers, spills and loop SASS counts of the
+    kernel that ran (:func:`kernel_facts`)."""
     import torch
     bits = {"fp8": 8, "f16": 16, "bf16": 16, "f32": 32}[case["dtype"]]
     idt = getattr(torch, INT_DTYPE[bits])
@@ -202,9 +191,8 @@ def time_conversion(case: dict, *, ctas: int, reps=(16, 144), samples: int = 15,
 
     def launch(src, dst, r):
         if len(shape) == 2:
-            bench2d[(ctas,)](inp, out, kk, r, shape[0], shape[1], src, dst, num_warps=case["num_warps"])
-        else:
-            bench1d[(ctas,)](inp, out, kk, r, shape[0], src, dst, num_warps=case["num_warps"])
+            return bench2d[(ctas,)](inp, out, kk, r, shape[0], shape[1], src, dst, num_warps=case["num_warps"])
+        return bench1d[(ctas,)](inp, out, kk, r, shape[0], src, dst, num_warps=case["num_warps"])
 
     def median_ms(src, dst, r):
         launch(src, dst, r)
@@ -222,6 +210,10 @@ def time_conversion(case: dict, *, ctas: int, reps=(16, 144), samples: int = 15,
     r1, r2 = reps
     t1, s1 = median_ms(A, B, r1)
     t2, s2 = median_ms(A, B, r2)
+    if t2 < target_ms and r2 < max_reps:
+        r2 = min(max_reps, int(r2 * target_ms / max(t2, 1e-3)))
+        t2, s2 = median_ms(A, B, r2)
+    reps = (r1, r2)
     slope = (t2 - t1) * 1e6 / (r2 - r1)          # ns per repetition of the whole grid
     res = {"ctas": ctas, "sms": sms, "reps": list(reps), "t_ms": [t1, t2], "spread": max(s1, s2),
            "slope_ns": slope, "ns_loop": slope * sms / ctas}
@@ -232,6 +224,7 @@ def time_conversion(case: dict, *, ctas: int, reps=(16, 144), samples: int = 15,
         res["baseline_ns_loop"] = bslope * sms / ctas
         res["marginal_ns"] = res["ns_loop"] - res["baseline_ns_loop"]
     res["ns_per_conversion"] = res["ns_loop"]
+    res["kernel"] = kernel_facts(launch(A, B, r1))
     return res
 
 

@@ -1,0 +1,149 @@
+"""Subprocess worker: the timed conversion loop, defined once, and compiled to SASS on the CPU.
+
+Run as ``python loop_worker.py COMPILE_WORKER_PY`` with one JSON case per line on stdin (the compile
+worker's cases: ``{"id", "a", "b", "shape", "dtype", "arch", "num_warps"}``); it answers one JSON
+line per case: ``{"id", "sass", "resources", "shared_bytes", "triton"}`` (the disassembly of the loop kernel's
+cubin and its resource usage, made by the ``ptxas``, ``nvdisasm`` and ``cuobjdump`` that Triton
+ships) or ``{"id", "error"}``. It imports only Triton
+(any release 3.6-3.9) and the compile worker's ``build_layout`` (loaded from the path given), so
+an interpreter holding another Triton can run it.
+
+The loop (``bench2d`` / ``bench1d``) is what ``measure`` times on the GPU:
+``y = convert_layout(x, B); acc ^= y; x ^= k`` with ``k`` read from memory, so that nothing is
+loop-invariant; integer element types of the dtype's width (the lowering depends only on it).
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+INT_TYPES = {"fp8": "i8", "f16": "i16", "bf16": "i16", "f32": "i32"}
+
+_KERNELS = None
+
+
+def bench_kernels():
+    """The Gluon loop kernels ``(bench2d, bench1d)`` (defined once; Triton imported lazily)."""
+    global _KERNELS
+    if _KERNELS is None:
+        from triton.experimental import gluon
+        from triton.experimental.gluon import language as gl
+
+        @gluon.jit
+        def bench2d(in_ptr, out_ptr, k_ptr, reps, M: gl.constexpr, N: gl.constexpr, A: gl.constexpr,
+                    B: gl.constexpr):
+            ra = gl.arange(0, M, layout=gl.SliceLayout(1, A))
+            ca = gl.arange(0, N, layout=gl.SliceLayout(0, A))
+            x = gl.load(in_ptr + ra[:, None] * N + ca[None, :])
+            k = gl.load(k_ptr)
+            rb = gl.arange(0, M, layout=gl.SliceLayout(1, B))
+            cb = gl.arange(0, N, layout=gl.SliceLayout(0, B))
+            acc = gl.load(in_ptr + rb[:, None] * N + cb[None, :])
+            for _ in range(reps):
+                y = gl.convert_layout(x, B)
+                acc = acc ^ y
+                x = x ^ k
+            pid = gl.program_id(0)
+            gl.store(out_ptr + pid * (M * N) + rb[:, None] * N + cb[None, :], acc)
+
+        @gluon.jit
+        def bench1d(in_ptr, out_ptr, k_ptr, reps, M: gl.constexpr, A: gl.constexpr, B: gl.constexpr):
+            x = gl.load(in_ptr + gl.arange(0, M, layout=A))
+            k = gl.load(k_ptr)
+            acc = gl.load(in_ptr + gl.arange(0, M, layout=B))
+            for _ in range(reps):
+                y = gl.convert_layout(x, B)
+                acc = acc ^ y
+                x = x ^ k
+            pid = gl.program_id(0)
+            gl.store(out_ptr + pid * M + gl.arange(0, M, layout=B), acc)
+
+        _KERNELS = (bench2d, bench1d)
+    return _KERNELS
+
+
+def _load_build_layout(path: str):
+    spec = importlib.util.spec_from_file_location("_lv_compile_worker", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.build_layout
+
+
+def main() -> None:  # pragma: no cover - runs in a subprocess
+    import triton
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    build_layout = _load_build_layout(sys.argv[1])
+    bench2d, bench1d = bench_kernels()
+    nvdisasm = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
+    cuobjdump = os.path.join(os.path.dirname(nvdisasm), "cuobjdump")
+    backends = {}
+
+    def to_cubin(fn, signature, consts, num_warps, arch):
+        target = GPUTarget("cuda", arch, 32)
+        if arch not in backends:
+            backends[arch] = make_backend(target)
+        backend = backends[arch]
+        src = GluonASTSource(fn, signature, constexprs=consts)
+        options = backend.parse_options({"num_warps": num_warps})
+        stages = {}
+        backend.add_stages(stages, options, src.language)
+        cctx = ir.context()
+        ir.load_dialects(cctx)
+        backend.load_dialects(cctx)
+        module = src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(),
+                             cctx)
+        metadata = {"hash": "0" * 64, "target": target, **options.__dict__}
+        keys = list(stages)
+        for ext in keys[keys.index(src.ext) + 1:]:
+            module = stages[ext](module, metadata)
+            if ext == "cubin":
+                return module, metadata
+        raise RuntimeError("no cubin stage")
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        case = json.loads(line)
+        out = {"id": case["id"], "triton": triton.__version__}
+        try:
+            shape = list(case["shape"])
+            A, B = build_layout(gl, case["a"], shape), build_layout(gl, case["b"], shape)
+            ptr = "*" + INT_TYPES[case["dtype"]]
+            consts = {"A": A, "B": B}
+            if len(shape) == 2:
+                consts.update(M=shape[0], N=shape[1])
+                fn = bench2d
+            else:
+                consts.update(M=shape[0])
+                fn = bench1d
+            signature = {"in_ptr": ptr, "out_ptr": ptr, "k_ptr": ptr, "reps": "i32",
+                         **{k: "constexpr" for k in consts}}
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                cubin, metadata = to_cubin(fn, signature, consts, case["num_warps"], case.get("arch", 90))
+            out["shared_bytes"] = int(metadata.get("shared", 0) or 0)
+            with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+                f.write(cubin)
+                f.flush()
+                out["sass"] = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True,
+                                             check=True, timeout=120).stdout
+                out["resources"] = subprocess.run([cuobjdump, "-res-usage", f.name], capture_output=True,
+                                                  text=True, check=True, timeout=120).stdout
+        except Exception as e:  # a layout Triton rejects: reported to the caller
+            out["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
