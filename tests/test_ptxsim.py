@@ -15,6 +15,7 @@ import pytest
 
 from layoutverify.adapters.triton import version
 from layoutverify.apps.measure.suite import layouts, load_suite
+from layoutverify.apps.measure.validate import check_pairs
 from layoutverify.apps.ptxsim import SimError, check_conversion, parse_ptx
 from layoutverify.core.errors import LayoutError
 
@@ -68,6 +69,10 @@ def test_sm80_subset(suite, suite_ptx, release):
         assert "sm_80" in compiled[i]["ptx"]
         run = check_conversion(compiled[i]["ptx"], layouts(p, release)[1], p.element_bytes)
         assert run.ok, (release, p.name, run.error, run.mismatches[:2])
+    # the emitted mechanism is predicted for sm_80 too (no stmatrix there; same class)
+    checks = check_pairs(picked, compiled, simulate=False, triton_version=release)
+    assert all(c.prediction_ok for c in checks), [(c.pair.name, c.emitted_class, c.ptx_class) for c in checks
+                                                  if not c.prediction_ok]
 
 
 def test_traffic_is_counted(suite, compiled_sm90):
