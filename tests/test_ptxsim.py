@@ -2,10 +2,12 @@
 
 Every suite pair's conversion kernel, compiled on the CPU for sm_90 (and a subset for sm_80) by
 every supported Triton release (3.6 - 3.9; the ``triton_python`` fixture of ``conftest.py``
-provides an interpreter per release, installing it once when needed), is executed for every thread of the CTA with every element tagged by its
-logical index; afterwards every register of ``B`` must hold the element ``B``'s canonical form
-(from the adapters) puts there, and the stored tile must be the input. Deliberately corrupted
-PTX (one wrong shuffle lane, one wrong shared-memory offset, a missing barrier) must be caught.
+provides an interpreter per release, installing it once when needed), is executed for every
+thread of the CTA with every element tagged by its logical index; afterwards every register of
+``B`` must hold the element ``B``'s canonical form (from the adapters, read with that release's
+semantics) puts there, and the stored tile must be the input. Deliberately corrupted PTX (one
+wrong shuffle lane, one wrong shared-memory offset, a missing barrier) of each release must be
+caught.
 """
 from __future__ import annotations
 
