@@ -159,4 +159,7 @@ class Interpreters:
         mine = triton_version_of(sys.executable)
         if mine and major_minor(mine) == release:
             return sys.executable
-        return install(release)
+        try:
+            return install(release)
+        except OSError as e:  # an unwritable cache directory, a full disk
+            raise Unavailable(f"installing Triton {WHEELS[release]} into {cache_root()}: {e}") from None
