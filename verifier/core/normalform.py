@@ -107,16 +107,30 @@ def f2_data(lay: Layout) -> _F2Data | None:
     return d
 
 
-def _rref(vectors) -> list[int]:
-    """The reduced row echelon basis of the span (each pivot bit set in its row only), highest
-    pivot first: the canonical basis, so equal lists mean equal spans."""
-    rows = F2.Echelon(vectors).basis()  # highest pivot first, pivots distinct
-    for i in range(len(rows) - 1, -1, -1):  # back-substitute: clear each pivot from the rows above
-        p = 1 << (rows[i].bit_length() - 1)
-        for j in range(i):
-            if rows[j] & p:
-                rows[j] ^= rows[i]
+def _echelon(vectors, rows: dict | None = None) -> dict:
+    """``{pivot bit: row}`` of a row echelon basis of the span (rows added to a copy of ``rows``)."""
+    rows = {} if rows is None else dict(rows)
+    for v in vectors:
+        while v:
+            p = v.bit_length() - 1
+            r = rows.get(p)
+            if r is None:
+                rows[p] = v
+                break
+            v ^= r
     return rows
+
+
+def _rref(rows: dict) -> list[int]:
+    """The reduced row echelon basis of the span of an echelon basis (each pivot bit set in its
+    row only), highest pivot first: the canonical basis, so equal lists mean equal spans."""
+    out = [rows[p] for p in sorted(rows, reverse=True)]
+    for i in range(len(out) - 1, -1, -1):  # back-substitute: clear each pivot from the rows above
+        p = 1 << (out[i].bit_length() - 1)
+        for j in range(i):
+            if out[j] & p:
+                out[j] ^= out[i]
+    return out
 
 
 def _reduce(v: int, rref: list[int]) -> int:
@@ -134,8 +148,9 @@ class F2Part:
         self.data = data
         b = data.bases
         self.key = _intern(("f2", nf.sizes, nf.out_dims, tuple((n, tuple(b.get(n, ()))) for n, _ in nf.sizes)))
-        self.span = tuple(_rref(v for vs in b.values() for v in vs))
-        reg = _rref(b.get(REGISTER, ()))
+        reg_rows = _echelon(b.get(REGISTER, ()))
+        self.span = tuple(_rref(_echelon((v for n, vs in b.items() if n != REGISTER for v in vs), reg_rows)))
+        reg = _rref(reg_rows)
         self.reg = tuple(reg)
         self.tred = tuple((n, tuple(_reduce(v, reg) for v in b.get(n, ()))) for n, _ in nf.threads)
 
