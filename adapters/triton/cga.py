@@ -127,7 +127,13 @@ def combine_cta_cga(cta: LL, cga: "Sequence[Sequence[int]] | LL", shape: Sequenc
         cga_ll = fit_cga(cga_ll, want).transpose_outs(cta.out_names)
     cta_shape = {n: max(1, want[n] // cga_ll.out_size(n)) for n in cta.out_names}
     cta = fit_cta(cta.not_smaller(cta_shape), cta_shape)
-    out = (cta * cga_ll).transpose_outs(names)
+    if not any(cga_ll.bases.values()) and [n for n, _ in cga_ll.outs] == cta.out_names \
+            and all(s == 1 for _, s in cga_ll.outs):
+        # one CTA: the product only adds an empty ``block`` dim
+        out = LL._of({**cta.bases, **{k: cta.bases.get(k, []) for k in cga_ll.bases}}, list(cta.outs))
+    else:
+        out = cta * cga_ll
+    out = out.transpose_outs(names)
     if check:
         for (n, s) in out.outs:
             if s != want[n]:

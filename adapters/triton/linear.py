@@ -206,8 +206,7 @@ def blocked_ll(attr: Attr, shape, **options) -> LL:
     rank = len(spt)
     cga = cga_bases(attr, rank)
     shape = need_shape(attr, shape, rank)
-    cta = (LL.standard_nd("register", spt, order) * LL.standard_nd("lane", tpw, order)
-           * LL.standard_nd("warp", wpc, order))
+    cta = LL.standard_nd_tiles([("register", spt), ("lane", tpw), ("warp", wpc)], order)
     ll = combine_cta_cga(cta, cga, shape)
     return ll.drop_zero_registers() if version.at_least(options, "3.9") else ll
 

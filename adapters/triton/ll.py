@@ -15,6 +15,7 @@ and the others all build on it without import cycles.
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Mapping, Sequence
 
 from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedError
@@ -81,6 +82,25 @@ def supremum(x: Sequence[str], y: Sequence[str]) -> list[str]:
             out.append(x[i])
         else:
             out.append(y[j])
+
+
+def _checked(bases: Mapping[str, Sequence[tuple[int, ...]]], outs: Sequence[tuple[str, int]]) -> bool:
+    """Does ``Layout.from_bases(bases, outs)`` accept these as they are? (str names, distinct;
+    power-of-two int sizes; int bases with one entry per out dim, each inside its dim)"""
+    for n, s in outs:
+        if type(n) is not str or not n or type(s) is not int or s < 1 or s & (s - 1):
+            return False
+    if len({n for n, _ in outs}) != len(outs) or not all(type(k) is str and k for k in bases):
+        return False
+    every = [v for vs in bases.values() for v in vs]
+    if not every:
+        return True
+    if set(map(len, every)) != {len(outs)} or set(map(type, chain.from_iterable(every))) != {int}:
+        return False
+    for col, (_, size) in zip(zip(*every), outs):
+        if min(col) < 0 or max(col) >= size:
+            return False
+    return True
 
 
 def _is_subsequence(x: Sequence[str], y: Sequence[str]) -> bool:
@@ -176,6 +196,32 @@ class LL:
             raise LayoutError(f"internal: order {list(order)} repeats a dim")
         return cls._of({in_dim: vecs}, outs)
 
+    @classmethod
+    def standard_nd_tiles(cls, parts: Sequence[tuple[str, Sequence[int]]], order: Sequence[int]) -> "LL":
+        """``standard_nd(in_0, sizes_0, order) * standard_nd(in_1, sizes_1, order) * ...`` built
+        directly: each in dim walks its sizes in ``order`` (most minor first) where the ones
+        before it stopped (a blocked layout's registers, lanes, warps)."""
+        k = len(order)
+        if not k or len({d for d in order}) != k:
+            out = cls.empty()
+            for in_dim, sizes in parts:
+                out = out * cls.standard_nd(in_dim, sizes, order)
+            return out
+        reach = [1] * k
+        bases: dict[str, list[list[int]]] = {}
+        for in_dim, sizes in parts:
+            vecs = bases.setdefault(in_dim, [])
+            for p, d in enumerate(order):
+                size = sizes[d]
+                if not is_pow2(size):
+                    raise LayoutError(f"size {size} along dim{d} is not a power of two")
+                for i in range(size.bit_length() - 1):
+                    w = [0] * k
+                    w[p] = reach[p] << i
+                    vecs.append(w)
+                reach[p] *= size
+        return cls._of(bases, [(f"dim{d}", reach[p]) for p, d in enumerate(order)])
+
     # -- queries ------------------------------------------------------------------------------
     @property
     def in_names(self) -> list[str]:
@@ -243,6 +289,8 @@ class LL:
         s_idx = [pos[n] for n in s_names]
         s_same = s_names == outs       # self's vectors are already in the product's out order
         o_place = [(pos[n], s_size.get(n, 1)) for n in o_names]
+        o_same = o_names == outs       # other's vectors too: only scaled
+        o_scale = [scale for _, scale in o_place]
         bases: dict[str, list[list[int]]] = {}
         for i in ins:
             sv = self.bases.get(i)
@@ -258,7 +306,12 @@ class LL:
                         w[j] = c
                     vs.append(w)
             ov = other.bases.get(i)
-            if ov:
+            if not ov:
+                pass
+            elif o_same:
+                for v in ov:
+                    vs.append([c * scale for c, scale in zip(v, o_scale)])
+            else:
                 for v in ov:
                     w = [0] * k
                     for (j, scale), c in zip(o_place, v):
@@ -403,8 +456,11 @@ class LL:
         extra = [k for k in ll.bases if k not in in_dims]
         if extra:
             raise LayoutError(f"internal: unexpected in dims {extra}")
-        bases = {k: ll.bases.get(k, []) for k in in_dims}
-        return Layout.from_bases(bases, [(n, s) for n, s in ll.outs], name=name)
+        bases = {k: [tuple(v) for v in ll.bases.get(k, ())] for k in in_dims}
+        outs = tuple(ll.outs)
+        if bases and _checked(bases, outs):
+            return Layout._from_checked_bases(bases, outs, name=name)
+        return Layout.from_bases(bases, list(outs), name=name)   # which names what is wrong
 
     @classmethod
     def from_layout(cls, layout: Layout) -> "LL":

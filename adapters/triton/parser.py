@@ -787,6 +787,11 @@ def check_params(attr: Attr, required=(), optional=()) -> None:
                           f"{', '.join(repr(k) for k in unknown)} (known: {', '.join(sorted(known))})" + _at(attr))
 
 
+_INT_TYPE = {int}
+#: the powers of two an integer parameter may take (below :data:`MAX_INT`)
+_POWERS_OF_TWO = frozenset(1 << i for i in range(31))
+
+
 def _at(attr: Attr) -> str:
     return f" (attribute at column {attr.column})" if attr.column else ""
 
@@ -822,6 +827,9 @@ def int_list_param(attr: Attr, key: str, default=None, *, length: int | None = N
             raise LayoutError(f"{describe(attr)} needs parameter {key}{_at(attr)}")
         return list(default)
     v = attr.params[key]
+    if type(v) is list and v and set(map(type, v)) == _INT_TYPE and (length is None or len(v) == length) \
+            and min(v) >= max(minimum, 1) and (not pow2 or all(map(_POWERS_OF_TWO.__contains__, v))):
+        return list(v)   # the common case, checked at once
     if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) for x in v):
         raise LayoutError(f"{describe(attr)}: {key} must be a list of integers, got {_show(v)}{_at(attr)}")
     if length is not None and len(v) != length:

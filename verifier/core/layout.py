@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import numbers
 from functools import cached_property
 from typing import Mapping, Sequence
@@ -158,12 +159,12 @@ class Layout:
     def in_size(self, name: str | None = None) -> int:
         """Size of one hardware dim (1 if absent), or of the whole hardware domain."""
         if name is None:
-            return int(np.prod(self.in_sizes, dtype=object))
+            return math.prod(self.in_sizes)  # exact (Python ints)
         return dict(self.in_dims).get(name, 1)
 
     def out_size(self, name: str | None = None) -> int:
         if name is None:
-            return int(np.prod(self.out_sizes, dtype=object))
+            return math.prod(self.out_sizes)  # exact (Python ints)
         return dict(self.out_dims).get(name, 1)
 
     @property
@@ -215,6 +216,18 @@ class Layout:
         # the bases on first use (see ``exprs``)
         lay.__dict__.update(in_dims=_norm_dims(in_dims, "hardware"), out_dims=out_dims, _exprs=None, name=name,
                             _declared_bases=declared)
+        return lay
+
+    @classmethod
+    def _from_checked_bases(cls, declared: dict[str, list[tuple[int, ...]]], out_dims: tuple[tuple[str, int], ...],
+                            *, name=None) -> "Layout":
+        """:meth:`from_bases` for a caller that has checked everything it checks: ``out_dims`` are
+        ``(name, power-of-two int size)`` pairs with distinct names, ``declared`` (not empty) maps each
+        hardware dim name to a list of int tuples with one entry per logical dim, each inside its
+        dim. The layout keeps ``declared`` as it is (the Triton adapter builds it fresh)."""
+        lay = cls.__new__(cls)
+        lay.__dict__.update(in_dims=tuple((k, 1 << len(vs)) for k, vs in declared.items()), out_dims=out_dims,
+                            _exprs=None, name=name, _declared_bases=declared)
         return lay
 
     @classmethod
