@@ -65,9 +65,8 @@ def main() -> int:
 
 
 def replot(path: str) -> int:
-    from layoutverify.apps.measure.bench import derive
+    from layoutverify.apps.measure.bench import derive, predict
     from layoutverify.apps.measure.report import plot
-    from layoutverify.core.cost import facts_from_traffic, predicted_ns
     with open(path) as f:
         doc = json.load(f)
     for r in doc["results"]:
@@ -77,7 +76,7 @@ def replot(path: str) -> int:
         warps = r.get("num_warps") or _warps(p)
         r["num_warps"] = warps
         eb = {"fp8": 1, "f16": 2, "bf16": 2, "f32": 4}[p["dtype"]]
-        r["predicted_ns"] = predicted_ns(facts_from_traffic(t, p["shape"], eb, warps), gpu=r["device"]["name"])
+        predict(r, t, p["shape"], eb, warps)
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
     plot(doc["results"], path[:-5] + ".png", doc["device"])

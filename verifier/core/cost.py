@@ -1,20 +1,28 @@
 """A cost model of layout conversions: ``predicted_ns`` from conversion facts (pure arithmetic).
 
-Facts (:class:`ConversionFacts`) are per CTA: shared-memory wavefronts (bank-conflict aware:
-one wavefront moves at most 128 bytes), warp-level shuffles, barriers, warp-level register
-instructions that move data (``mov``/``prmt``/``selp``/...), and the warp-level 32-bit words of
-the tile (one warp-level operation per 32 elements: the consumer). They come exactly from executing the conversion's PTX
-(:func:`facts_from_traffic`, fed by ``layoutverify.apps.ptxsim``) or, without a compiler, are
-estimated from the two layouts and a mechanism (:func:`estimate_facts`).
+Facts (:class:`ConversionFacts`) are per CTA and per conversion: shared-memory wavefronts
+(bank-conflict aware: one wavefront moves at most 128 bytes), warp-level shuffles, barriers,
+warp-level ALU instructions (data moves such as ``PRMT``/``MOV``/``SEL``, address arithmetic and
+the consumer's operation on every register word) and warp-level local-memory accesses (register
+spills). Where they come from:
 
-The model is SM time in cycles, ``max(c_wavefront * wavefronts, c_alu * (data_moves + element_ops))
-+ c_shuffle * shuffles + c_barrier * barriers + c_0`` (shared memory and the ALUs overlap; shuffles
-and barriers serialise), divided by the SM clock; it predicts
-the time one CTA's conversion takes of one SM (CTAs overlap, so throughput costs add up). The
-constants are data (``cost_h100.json`` beside this module): fitted by
-``benchmarks/fit_cost_model.py`` on measured conversions, with the GPU, Triton release, date and
-the held-out error recorded. The H200 has the H100's SM (132 SMs, same clocks), so it uses the
-H100's cycle constants with its own clock; that is stated in the data, not measured.
+* exactly, from the compiled loop: the wavefronts, shuffles and barriers from executing the
+  conversion's PTX (``layoutverify.apps.ptxsim``), the ALU instructions and local accesses from the
+  loop's SASS (``layoutverify.apps.measure.sass``; :func:`facts_from_traffic` with ``loop=``);
+* roughly, without a compiler, from the two layouts and a mechanism (:func:`estimate_facts`): the
+  ALU instructions are then the data moves plus one consumer operation per 32 elements, and no
+  spills.
+
+The model is SM time in cycles,
+``max(c_wavefront * wavefronts, c_alu * alu) + c_shuffle * shuffles + c_barrier * barriers
++ c_local * local + c_0`` (shared memory and the ALUs overlap; shuffles, barriers and spills
+serialise), divided by the SM clock; it predicts the time one CTA's conversion takes of one SM
+(CTAs overlap, so throughput costs add up). The constants are data (``cost_h100.json`` beside this
+module): fitted by ``benchmarks/fit_cost_model.py`` on measured conversions, with the GPU, Triton
+release, date and the held-out error recorded. The H200 has the H100's SM (132 SMs, same clocks),
+so it uses the H100's cycle constants with its own clock; that is stated in the data, not
+measured. Spills that overflow the L1 (hundreds of spilled registers per thread) cost far more
+than ``c_local``: there the prediction is a lower bound.
 """
 from __future__ import annotations
 
@@ -22,8 +30,8 @@ import json
 from dataclasses import asdict, dataclass
 from importlib import resources
 
-FEATURES = ("wavefronts", "shuffles", "barriers", "data_moves", "element_ops", "one")
-CONSTANTS = ("wavefront", "alu", "shuffle", "barrier", "constant")
+FEATURES = ("wavefronts", "shuffles", "barriers", "alu", "local", "one")
+CONSTANTS = ("wavefront", "alu", "shuffle", "barrier", "local", "constant")
 
 
 @dataclass
@@ -38,19 +46,24 @@ class ConversionFacts:
     shuffles: int = 0           # warp-level shfl.sync
     barriers: int = 0
     data_moves: int = 0         # warp-level register instructions moving data
+    alu_instructions: float | None = None  # warp-level ALU instructions of the loop (SASS), if known
+    local_accesses: float = 0   # warp-level local-memory accesses (spills) of the loop (SASS)
 
     def features(self) -> dict:
+        alu = (self.alu_instructions if self.alu_instructions is not None
+               else self.data_moves + self.elements / 32)
         return {"wavefronts": self.store_wavefronts + self.load_wavefronts, "shuffles": self.shuffles,
-                "barriers": self.barriers, "data_moves": self.data_moves,
-                "element_ops": self.elements / 32, "one": 1.0}
+                "barriers": self.barriers, "alu": alu, "local": self.local_accesses, "one": 1.0}
 
     def to_json(self) -> dict:
         return asdict(self)
 
 
-def facts_from_traffic(traffic: dict, shape, element_bytes: int, warps: int) -> ConversionFacts:
+def facts_from_traffic(traffic: dict, shape, element_bytes: int, warps: int,
+                       loop: dict | None = None) -> ConversionFacts:
     """Facts from the interpreter's traffic counters (``data_moves`` there counts instructions
-    per CTA; every warp executes each, so it is scaled by the warps)."""
+    per CTA; every warp executes each, so it is scaled by the warps) and, where given, the loop's
+    SASS counts per warp and iteration (``loop``: ``alu``, ``local``; scaled by the warps)."""
     n = 1
     for s in shape:
         n *= int(s)
@@ -60,7 +73,9 @@ def facts_from_traffic(traffic: dict, shape, element_bytes: int, warps: int) -> 
                            store_wavefronts=traffic.get("store_wavefronts", 0),
                            load_wavefronts=traffic.get("load_wavefronts", 0),
                            shuffles=traffic.get("shuffles", 0), barriers=traffic.get("barriers", 0),
-                           data_moves=traffic.get("data_moves", 0) * warps)
+                           data_moves=traffic.get("data_moves", 0) * warps,
+                           alu_instructions=None if loop is None else float(loop["alu"]) * warps,
+                           local_accesses=0.0 if loop is None else float(loop.get("local", 0)) * warps)
 
 
 def estimate_facts(a, b, mechanism: str, element_bits: int = 16) -> ConversionFacts:
@@ -114,8 +129,9 @@ def predicted_ns(facts: ConversionFacts, gpu: str = "H100", table: dict | None =
 def cycles(facts: ConversionFacts, k: dict) -> float:
     """SM cycles of one CTA's conversion under the constants ``k`` (see the module docstring)."""
     x = facts.features()
-    return (max(k["wavefront"] * x["wavefronts"], k["alu"] * (x["data_moves"] + x["element_ops"]))
-            + k["shuffle"] * x["shuffles"] + k["barrier"] * x["barriers"] + k["constant"])
+    return (max(k["wavefront"] * x["wavefronts"], k["alu"] * x["alu"])
+            + k["shuffle"] * x["shuffles"] + k["barrier"] * x["barriers"] + k.get("local", 0.0) * x["local"]
+            + k["constant"])
 
 
 def predicted_conversion_ns(facts: ConversionFacts, gpu: str = "H100", table: dict | None = None) -> float:

@@ -81,5 +81,9 @@ def render(res: dict) -> str:
                      f"({res['fraction_of_bound_useful']:.0%} achieved), {res['bound_ns_moved']:.1f} ns for the "
                      f"bytes moved ({res['fraction_of_bound_moved']:.0%})")
     if res.get("predicted_ns") is not None:
-        lines.append(f"cost model: {res['predicted_ns']:.1f} ns predicted")
+        bound = " (a lower bound: the loop is spill-dominated)" if res.get("predicted_lower_bound") else ""
+        lines.append(f"cost model: {res['predicted_ns']:.1f} ns predicted{bound}")
+    k = res.get("timing", {}).get("kernel") or {}
+    if k.get("n_regs") is not None:
+        lines.append(f"kernel: {k['n_regs']} registers, {k.get('n_spills', 0)} spilled")
     return "\n".join(lines)

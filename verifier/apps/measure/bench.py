@@ -50,12 +50,20 @@ def measure_pair(pair: Pair, *, ctas: int | None = None, triton_version=None, sa
            "tile_bytes": tile, "smem_bytes_moved": moved, "timing": timing,
            "seconds": round(time.perf_counter() - t0, 2)}
     derive(res)
-    try:
-        from layoutverify.core.cost import facts_from_traffic, predicted_ns
-        res["predicted_ns"] = predicted_ns(facts_from_traffic(tr, pair.shape, pair.element_bytes,
-                                                              case["num_warps"]), gpu=dev["name"])
-    except Exception:  # noqa: BLE001 - the cost model is optional here
-        res["predicted_ns"] = None
+    predict(res, tr, pair.shape, pair.element_bytes, case["num_warps"])
+    return res
+
+
+def predict(res: dict, traffic: dict, shape, element_bytes: int, warps: int) -> dict:
+    """The cost model's ``predicted_ns`` for a measured pair, from the interpreter's traffic and the
+    SASS counts of the loop that ran; ``predicted_lower_bound`` where the loop is spill-dominated
+    (more local-memory accesses than ALU instructions: spills that overflow the L1 cost far more
+    than the model's per-access constant)."""
+    from layoutverify.core.cost import facts_from_traffic, predicted_ns
+    loop = (res["timing"].get("kernel") or {}).get("loop")
+    res["predicted_ns"] = predicted_ns(facts_from_traffic(traffic, shape, element_bytes, warps, loop=loop),
+                                       gpu=res["device"]["name"])
+    res["predicted_lower_bound"] = bool(loop and loop.get("local", 0) > loop.get("alu", 0))
     return res
 
 

@@ -94,7 +94,10 @@ def main() -> None:  # pragma: no cover - runs in a subprocess
         if arch not in backends:
             backends[arch] = make_backend(target)
         backend = backends[arch]
-        src = GluonASTSource(fn, signature, constexprs=consts)
+        # as the GPU launch specialises: the pointers (torch allocations) and the repetition counts
+        # (16, 144, ...) are divisible by 16
+        attrs = {(i,): [["tt.divisibility", 16]] for i in range(4)}
+        src = GluonASTSource(fn, signature, constexprs=consts, attrs=attrs)
         options = backend.parse_options({"num_warps": num_warps})
         stages = {}
         backend.add_stages(stages, options, src.language)
