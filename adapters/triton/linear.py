@@ -6,6 +6,7 @@ here; NVIDIA MMA parents are in :mod:`.nvidia`, AMD ones in ``.amd``).
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Mapping, Sequence
 
 from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedError
@@ -20,6 +21,8 @@ from .ll import LL, MAX_IN_BITS, MEMORY_DIMS, REGISTER_DIMS, dim_names, is_pow2,
 from .parser import (attr_param, bases_param, check_params, describe, int_list_param, int_param)
 
 CGA_PARAMS = ("CGALayout", "CTAsPerCGA", "CTASplitNum", "CTAOrder")
+#: 0 and the powers of two (a basis entry that moves, or not)
+_ZERO_OR_POW2 = frozenset([0] + [1 << i for i in range(64)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -109,7 +112,10 @@ def linear_attr_ll(attr: Attr, options: Mapping | None = None) -> LL:
     rank = next((len(vs[0]) for vs in raw.values() if vs), 0)
     if rank == 0:
         raise LayoutError(f"{describe(attr)} has no bases at all; Triton needs at least one to know the rank")
-    for k, vs in raw.items():
+    every = [v for vs in raw.values() for v in vs]
+    # the checks below, at C speed first: one length, at most one non-zero entry per basis
+    fine = set(map(len, every)) == {rank} and all(len(v) - v.count(0) <= 1 for v in every)
+    for k, vs in ({} if fine else raw).items():
         for v in vs:
             if len(v) != rank:
                 raise LayoutError(f"{describe(attr)}: basis {v} of {k} has {len(v)} entries, but the first "
@@ -119,8 +125,10 @@ def linear_attr_ll(attr: Attr, options: Mapping | None = None) -> LL:
                                   f"in a distributed layout each basis moves in at most one")
     ll = LL.inferred(raw, dim_names(rank), what=describe(attr))
     if version.at_least(options or {}, "3.7"):
+        moving = [tuple(v) for v in every if v.count(0) != len(v)]
+        fine = set(chain.from_iterable(moving)) <= _ZERO_OR_POW2 and len(set(moving)) == len(moving)
         seen: dict[tuple[int, ...], str] = {}
-        for k, vs in raw.items():
+        for k, vs in ({} if fine else raw).items():
             for v in vs:
                 if any(v) and not all(is_pow2(c) for c in v if c):
                     raise LayoutError(f"{describe(attr)}: basis {v} of {k} is not a power of two along its dim; "
@@ -164,6 +172,9 @@ def _check_fits(attr: Attr, ll: LL, want: Mapping[str, int]) -> None:
     """Triton builds the fitted layout with the tensor's sizes and aborts when a basis lies
     outside them. Only a layout with repeated bases (accepted by Triton 3.6 alone) can get here:
     shrinking a dim then zeroes just as many bases as halve its size, and a repeat stays."""
+    every = [v for vs in ll.bases.values() for v in vs]
+    if not every or all(max(col) < want[name] for col, (name, _) in zip(zip(*every), ll.outs)):
+        return
     for k, vs in ll.bases.items():
         for v in vs:
             for (name, _), c in zip(ll.outs, v):

@@ -16,6 +16,7 @@ and the others all build on it without import cycles.
 from __future__ import annotations
 
 from itertools import chain
+from operator import itemgetter
 from typing import Mapping, Sequence
 
 from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedError
@@ -119,7 +120,7 @@ class LL:
         n = len(self.outs)
         self.bases: dict[str, list[list[int]]] = {}
         for k, vs in bases.items():
-            vs = [list(int(c) for c in v) for v in vs]
+            vs = [list(map(int, v)) for v in vs]
             for v in vs:
                 if len(v) != n:
                     raise LayoutError(f"basis {v} of {k!r} has {len(v)} entries for {n} out dims")
@@ -158,6 +159,16 @@ class LL:
         """Out-dim sizes inferred as the smallest power of two above every basis value
         (Triton's ``LinearLayout(bases, outDimNames)``), which must then be surjective."""
         n = len(out_names)
+        every = [v for vs in bases.values() for v in vs]
+        if n and every and set(map(len, every)) == {n} and set(map(type, chain.from_iterable(every))) == {int}:
+            cols = list(zip(*every))
+            if min(map(min, cols)) >= 0:   # the common case, at C speed
+                ll = cls(bases, [(name, 1 << max(col).bit_length()) for name, col in zip(out_names, cols)])
+                if require_surjective and not ll.is_surjective():
+                    raise LayoutError(f"{what}: the bases do not cover every element of a "
+                                      f"{'x'.join(str(s) for _, s in ll.outs)} grid (not surjective), "
+                                      f"which Triton requires")
+                return ll
         sizes = [1] * n
         for vs in bases.values():
             for v in vs:
@@ -354,7 +365,10 @@ class LL:
         if sorted(names) != sorted(own):
             raise LayoutError(f"cannot reorder out dims {own} as {names}")
         idx = [own.index(n) for n in names]
-        return LL._of({k: [[v[i] for i in idx] for v in vs] for k, vs in self.bases.items()},
+        if len(idx) == 1:
+            return self
+        pick = itemgetter(*idx)
+        return LL._of({k: list(map(list, map(pick, vs))) for k, vs in self.bases.items()},
                       [self.outs[i] for i in idx])
 
     def not_smaller(self, shape: Mapping[str, int]) -> "LL":
@@ -413,14 +427,8 @@ class LL:
     def _sizes_inferred(self) -> "LL":
         """``LL.inferred(self.bases, self.out_names, require_surjective=False)``: out sizes shrunk
         to the smallest powers of two above every basis value (``self`` when they already are)."""
-        sizes = [1] * len(self.outs)
-        for vs in self.bases.values():
-            for v in vs:
-                for d, c in enumerate(v):
-                    if c:
-                        s = 1 << c.bit_length()
-                        if s > sizes[d]:
-                            sizes[d] = s
+        every = [v for vs in self.bases.values() for v in vs]
+        sizes = [1 << max(col).bit_length() for col in zip(*every)] if every else [1] * len(self.outs)
         if all(s == have for s, (_, have) in zip(sizes, self.outs)):
             return self
         return LL._of(self.bases, [(n, s) for (n, _), s in zip(self.outs, sizes)])

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -627,6 +628,10 @@ _F_LONG_INT = re.compile(r"[0-9]{10}")
 _F_MAX_NESTING = 8
 
 
+#: JSON's value scanner (C): reads the integer lists ``_F_LIST`` has delimited
+_scan_json = json.decoder.JSONDecoder().scan_once
+
+
 class _Fallback(Exception):
     """The fast path does not take this text; the full parser reads it (or names its error)."""
 
@@ -645,7 +650,7 @@ def fast_parse(text) -> Parsed | None:
         return None
     try:
         return _FastParser(text).parse()
-    except (_Fallback, ValueError):
+    except (_Fallback, ValueError, StopIteration):
         return None
 
 
@@ -735,8 +740,10 @@ class _FastParser:
                     v = _F_LIST.match(t, p)
                     if v is None:
                         raise _Fallback
-                    params[key] = json.loads(v.group())
-                    p = v.end()
+                    params[key], end = _scan_json(t, p)
+                    if end != v.end():
+                        raise _Fallback
+                    p = end
                 elif c == "#":
                     params[key], p = self.attribute(p, nesting + 1)
                 elif c == "-" or "0" <= c <= "9":
@@ -788,6 +795,7 @@ def check_params(attr: Attr, required=(), optional=()) -> None:
 
 
 _INT_TYPE = {int}
+_LIST_TYPE = {list}
 #: the powers of two an integer parameter may take (below :data:`MAX_INT`)
 _POWERS_OF_TWO = frozenset(1 << i for i in range(31))
 
@@ -850,6 +858,11 @@ def bases_param(attr: Attr, key: str, rank: int | None = None) -> list[list[int]
         raise LayoutError(f"{describe(attr)} needs parameter {key} (a list of bases like [[0, 1], [1, 0]])"
                           f"{_at(attr)}")
     v = attr.params[key]
+    if type(v) is list and (not v or set(map(type, v)) == _LIST_TYPE):   # the common case, checked at once
+        flat = list(chain.from_iterable(v))
+        if (not flat or (set(map(type, flat)) == _INT_TYPE and min(flat) >= 0)) and \
+                (rank is None or not v or set(map(len, v)) == {rank}):
+            return [list(b) for b in v]
     if not isinstance(v, list) or any(not isinstance(b, list) for b in v):
         raise LayoutError(f"{describe(attr)}: {key} must be a list of bases like [[0, 1], [1, 0]], "
                           f"got {_show(v)}{_at(attr)}")
