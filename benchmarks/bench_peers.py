@@ -5,7 +5,8 @@ Peers (each starts from its own objects, built before timing):
 * ``triton``: Triton's own ``GluonOpBuilder.to_linear_layout`` on Gluon layout objects, and
   equality of the two linear layouts (docs/DESIGN.md §2);
 * ``pycute``: enumeration of both CuTe layouts (``Layout(i)`` for every index, stopping at the
-  first difference); not run above 2^20 elements (minutes per run there, never the fastest);
+  first difference); not run for equal pairs above 2^20 elements (minutes per run there, never
+  the fastest);
 * ``tensor_layouts``: ``to_F2_matrix`` of both CuTe layouts (tensor-layouts 0.3.2; power-of-two
   shapes only), matrices compared;
 * ``isl``: ``islpy`` ``Map.is_equal`` on quasi-affine maps (``floor``/``mod``) of both layouts,
@@ -148,7 +149,7 @@ def _numpy_f2_peer(lay_a, lay_b):
     return build, run
 
 
-def _cute_peers(cute_a: str, cute_b: str):
+def _cute_peers(cute_a: str, cute_b: str, relation: str = "equal"):
     """pycute, tensor_layouts and numpy peers for two CuTe shape:stride texts."""
     import ast
     peers = {}
@@ -172,9 +173,10 @@ def _cute_peers(cute_a: str, cute_b: str):
                 if a(i) != b(i):
                     return False
             return True
-        # enumeration in Python: about 30 us per index, minutes per run above a million indices,
-        # where it is never the fastest peer; left out there (the table shows "-")
-        if _size(sa) <= PYCUTE_MAX:
+        # enumeration in Python: about 30 us per index, minutes per run for an equal pair above a
+        # million indices, where it is never the fastest peer; left out there (the table shows
+        # "-"). A not-equal pair stops at the first difference: always run.
+        if relation != "equal" or _size(sa) <= PYCUTE_MAX:
             peers["pycute"] = (build, run)
     except ImportError:
         pass
@@ -373,7 +375,7 @@ def cute_cases(sizes):
         ne = f"({m},{n}):(1,{m})"
         fam = "cute" if (m & (m - 1)) == 0 and (n & (n - 1)) == 0 else "cute non-F2"
         for rel, b in (("equal", eq), ("not_equal", ne)):
-            c = Case(fam, f"{m}x{n}", rel, "cute:" + a, "cute:" + b, None, _cute_peers(a, b))
+            c = Case(fam, f"{m}x{n}", rel, "cute:" + a, "cute:" + b, None, _cute_peers(a, b, rel))
             la, lb = adapters.adapter("cute").parse(a), adapters.adapter("cute").parse(b)
             ip = _isl_peer(la, lb)
             if ip:
