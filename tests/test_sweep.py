@@ -206,6 +206,8 @@ shape = ["32x16", "64x8", "16x32", "64x64"]
     ("[[triton]]\na=['blocked']\nb=['mystery']\nshapes=[[8,8]]\n", "mystery"),
     ("[[triton]]\na=['blocked']\nb=['blocked']\nshapes=[[8,8]]\nnum_warps=[3]\n", "num_warps"),
     ("[[template]]\na='cute:$x'\nb='cute:(4):(1)'\n", "placeholders"),
+    ("[[triton]]\na=['blocked']\nb=['blocked']\nshapes=[[1048576, 1048576]]\n", "2^24"),
+    ("[[triton]]\na=['blocked']\nb=['blocked']\nshapes=[[true, 8]]\n", "bad shape"),
     ("task = \n", "TOML"),
     ("", "no [[triton]]"),
 ])

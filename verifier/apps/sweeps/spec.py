@@ -93,13 +93,25 @@ def _list(sp: dict, key: str, default, where: str):
     return v
 
 
+#: most elements a sweep shape may have (a tensor of 2^24 elements is far past any register tile)
+MAX_SHAPE_ELEMENTS = 1 << 24
+
+
 def _shape(v, where: str) -> tuple:
     if isinstance(v, str):
         from layoutverify.adapters import parse_shape
-        return parse_shape(v)
-    if isinstance(v, list) and v and all(isinstance(x, int) and x > 0 for x in v):
-        return tuple(v)
-    raise LayoutError(f"{where}: bad shape {v!r} (want [64, 64] or \"64x64\")")
+        shape = tuple(parse_shape(v))
+    elif isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v):
+        shape = tuple(v)
+    else:
+        raise LayoutError(f"{where}: bad shape {v!r} (want [64, 64] or \"64x64\")")
+    n = 1
+    for x in shape:
+        n *= x
+        if n > MAX_SHAPE_ELEMENTS:
+            raise LayoutError(f"{where}: shape {'x'.join(map(str, shape))} has more than {MAX_SHAPE_ELEMENTS} "
+                              f"elements (2^24), the sweep limit")
+    return shape
 
 
 def load_spec(path: str) -> Spec:
