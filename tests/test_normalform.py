@@ -169,3 +169,15 @@ def test_errors_are_raised_as_before():
         C.compare(good, bad)
     with pytest.raises(LayoutError):
         C.compare("not a layout", good)
+
+
+def test_pickled_and_copied_layouts_rebuild_their_normal_form():
+    import copy
+    import pickle
+    a = C.prepare(adapters.adapter("cute").parse("(12,20):(20,1)"))
+    b = C.prepare(adapters.adapter("cute").parse("(12,20):(1,12)"))
+    for a2, b2 in ((pickle.loads(pickle.dumps(a)), pickle.loads(pickle.dumps(b))), (copy.deepcopy(a), copy.copy(b))):
+        res = C.compare(a2, b2)
+        assert res.verdict == "not_equal" and res.method == "radix"
+        assert witness_problem(a2, b2, res) is None
+        assert NF.of(a2) is not NF.of(a)

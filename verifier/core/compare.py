@@ -114,6 +114,7 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
             na, nb = a._compare_normal_form, b._compare_normal_form
         except AttributeError:
             na = nb = None
+        if na is None or nb is None:  # not built yet (or dropped by pickling)
             if isinstance(a, Layout) and isinstance(b, Layout):
                 na, nb = NF.of(a), NF.of(b)
         if na is not None and na.head is nb.head:  # same kind and logical dims

@@ -262,11 +262,19 @@ class NormalForm:
     def _lay(self) -> Layout:
         return self.layout()
 
+    def __reduce__(self):
+        # a pickled or copied layout drops its normal form (it holds a weak reference to the
+        # layout); the copy builds its own on first use
+        return _dropped, ()
+
     @property
     def f2(self) -> F2Part | None:
         if self._f2 is _UNSET:
+            lay = self._lay()
+            if lay is None:  # a shallow copy outlived the layout: leave the pair to the strategies
+                return None
             try:
-                d = f2_data(self._lay())
+                d = f2_data(lay)
                 self._f2 = None if d is None else F2Part(self, d)
             except LayoutError:
                 self.error, self._f2 = True, None
@@ -276,6 +284,8 @@ class NormalForm:
     def radix(self) -> RadixPart | None:
         if self._radix is _UNSET:
             lay = self._lay()
+            if lay is None:
+                return None
             part = None
             try:
                 df = RADIX.digit_form(lay)
@@ -288,6 +298,10 @@ class NormalForm:
                 self.error = True
             self._radix = part
         return self._radix
+
+
+def _dropped() -> None:
+    return None
 
 
 def of(lay: Layout) -> NormalForm:
