@@ -54,7 +54,7 @@ def run(args) -> int:
             out["native"] = {"layout": native.normal_form(), "fingerprint": native.fingerprint(), "agree": agree}
         jsonout.emit("layout", out)
     else:
-        print(f"{fw} layout ({ours.kind})" + (f": {ours.name}" if ours.name else ""))
+        print(f"{fw} layout ({_kind_label(ours)})" + (f": {ours.name}" if ours.name else ""))
         padding = getattr(ours, "padding", None)
         if padding:
             print(f"padding: {padding} (offsets count elements; physical slot = "
@@ -83,3 +83,14 @@ def run(args) -> int:
     if native_error is not None:
         return 1
     return 0 if agree in (None, True) else 1
+
+
+def _kind_label(layout) -> str:
+    """``register``; ``memory`` where the hardware dims are memory locations (``offset``, or
+    tensor-memory ``row``/``col``); else ``function`` (a CuTe/Tilus map from mode coordinates,
+    which is neither threads nor memory)."""
+    if layout.kind == "register":
+        return "register"
+    if set(layout.in_names) <= {"offset", "row", "col", "block"}:
+        return "memory"
+    return "function"
