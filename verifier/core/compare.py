@@ -117,7 +117,7 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
         if na is None or nb is None:  # not built yet (or dropped by pickling)
             if isinstance(a, Layout) and isinstance(b, Layout):
                 na, nb = NF.of(a), NF.of(b)
-        if na is not None and na.head is nb.head:  # same kind and logical dims
+        if na is not None and (na.head is nb.head or na.head == nb.head):  # same kind and logical dims
             ka = na.key
             if ka is not None and ka is nb.key:  # one interned key: the same map
                 # a Result built with a few stores (Result.proved, inlined: this is the hot path)
