@@ -185,7 +185,7 @@ def test_pickled_and_copied_layouts_rebuild_their_normal_form():
 
 def test_verdicts_do_not_depend_on_interning():
     # the intern table is emptied when full: equal keys that are different objects still decide
-    x = adapters.adapter("cute").parse("(12,20):(20,1)")
+    x = C.prepare(adapters.adapter("cute").parse("(12,20):(20,1)"))
     NF._KEYS.clear()
     y = adapters.adapter("cute").parse("((3,4),20):((20,60),1)")
     z = adapters.adapter("cute").parse("(12,20):(1,12)")
