@@ -101,6 +101,8 @@ def combine_cta_cga(cta: LL, cga: "Sequence[Sequence[int]] | LL", shape: Sequenc
     variants of the Triton releases they reproduce. ``check=False`` skips the final size check
     (a fit that zeroes rather than drops may leave a smaller image, as Triton's does).
     """
+    if not cga and not isinstance(cga, LL) and fit_cta is None:
+        return _combine_one_cta(cta, shape, check)
     fit_cga = fit_cga or (lambda ll, want: ll.not_larger(want))
     fit_cta = fit_cta or (lambda ll, want: ll.not_larger(want))
     rank = len(shape)
@@ -134,6 +136,27 @@ def combine_cta_cga(cta: LL, cga: "Sequence[Sequence[int]] | LL", shape: Sequenc
     else:
         out = cta * cga_ll
     out = out.transpose_outs(names)
+    if check:
+        for (n, s) in out.outs:
+            if s != want[n]:
+                raise LayoutError(f"internal: combined layout covers {s} along {n}, tensor has {want[n]}")
+    return out
+
+
+def _combine_one_cta(cta: LL, shape: Sequence[int], check: bool) -> LL:
+    """:func:`combine_cta_cga` for a single CTA (no CGA bases) with the default cut: the CGA
+    layout is an empty ``block`` dim of size 1 everywhere, so the CTA tile is fitted to the
+    whole tensor and gets that empty dim."""
+    names = dim_names(len(shape))
+    if sorted(cta.out_names) != names:
+        raise LayoutError(f"internal: CTA tile has out dims {cta.out_names}, expected {names}")
+    want = dict(zip(names, map(int, shape)))
+    for n, s in want.items():
+        if not is_pow2(s):
+            raise LayoutError(f"Triton layouts need power-of-two tensor sizes; {n} is {s}")
+    cta = cta.not_smaller(want).not_larger(want)
+    bases = cta.bases
+    out = LL._of({**bases, "block": bases.get("block", [])}, list(cta.outs)).transpose_outs(names)
     if check:
         for (n, s) in out.outs:
             if s != want[n]:

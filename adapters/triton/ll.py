@@ -464,7 +464,7 @@ class LL:
         extra = [k for k in ll.bases if k not in in_dims]
         if extra:
             raise LayoutError(f"internal: unexpected in dims {extra}")
-        bases = {k: [tuple(v) for v in ll.bases.get(k, ())] for k in in_dims}
+        bases = {k: list(map(tuple, ll.bases.get(k, ()))) for k in in_dims}
         outs = tuple(ll.outs)
         if bases and _checked(bases, outs):
             return Layout._from_checked_bases(bases, outs, name=name)
