@@ -30,6 +30,7 @@ The CGA (``block``) arrangement is read by :func:`layoutverify.adapters.triton.c
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Mapping, Sequence
 
 from layoutverify.core.errors import LayoutError, SizeLimitError
@@ -38,7 +39,7 @@ from layoutverify.core.layout import Layout
 from . import version
 from .attr import Attr, dot_operand_parent, encoding, ignored_note, ignored_params
 from .cga import cga_bases, combine_cta_cga
-from .ll import LL, dim_names, is_pow2
+from .ll import LL, ZERO_OR_POW2, dim_names, is_pow2
 from .parser import bases_param, bool_param, check_params, describe, int_list_param, int_param
 
 MFMA_WARP_SIZE = 64     # CDNA wave64
@@ -95,6 +96,8 @@ def _not_larger(ll: LL, shape: Mapping[str, int]) -> LL:
     """``ensureLayoutNotLargerThan`` as the AMD layouts see it in Triton 3.9: along each out dim
     that is too large, every basis reaching past the tensor is zeroed (a broadcast, kept as a zero
     basis; registers are not dropped), then the out sizes are re-inferred from the bases."""
+    if all(size <= shape[name] for name, size in ll.outs):
+        return ll._sizes_inferred()   # nothing reaches past the tensor: only the sizes are re-inferred
     bases = {k: [list(v) for v in vs] for k, vs in ll.bases.items()}
     for col, (name, size) in enumerate(ll.outs):
         if size > shape[name]:
@@ -157,6 +160,10 @@ def _operand_order(op_idx: int, rank: int) -> list[int]:
 def _check_permutation(attr: Attr, what: str, bases: Sequence[Sequence[int]]) -> None:
     """Triton's distributed layouts are a permutation matrix once zero (broadcast) bases are
     dropped: every other basis moves one tensor dim by a power of two, no two the same."""
+    moving = [tuple(v) for v in bases if v.count(0) != len(v)]
+    if all(len(v) - v.count(0) == 1 for v in moving) and set(chain.from_iterable(moving)) <= ZERO_OR_POW2 \
+            and len(set(moving)) == len(moving):
+        return   # checked at C speed; the loop below names the basis that breaks it
     seen = set()
     for v in bases:
         nz = [(d, c) for d, c in enumerate(v) if c]
@@ -279,14 +286,15 @@ def _mfma_layout(mf: _Mfma, shape: Sequence[int]) -> LL:
                 * (_id(mf.m, "lane", dim_m) * _id(MFMA_WARP_SIZE // mf.m, "lane", dim_n))
                 * _id(reps, "register", dim_n))
     tile = tile.transpose_outs([dim_n, dim_m])
-    tile = (tile
-            * _id(mf.tiles[n_idx], "register", dim_n)
-            * _id(mf.warps[n_idx], "warp", dim_n)
-            * _id(shape[n_idx] // (mf.n * mf.warps[n_idx] * mf.tiles[n_idx]), "register", dim_n)
-            * _id(mf.tiles[m_idx], "register", dim_m)
-            * _id(mf.warps[m_idx], "warp", dim_m))
+    factors = [(mf.tiles[n_idx], "register", dim_n),
+               (mf.warps[n_idx], "warp", dim_n),
+               (shape[n_idx] // (mf.n * mf.warps[n_idx] * mf.tiles[n_idx]), "register", dim_n),
+               (mf.tiles[m_idx], "register", dim_m),
+               (mf.warps[m_idx], "warp", dim_m)]
     if rank == 3:
-        tile = tile * _id(1, "register", names[0]) * _id(1, "lane", names[0]) * _id(mf.warps[0], "warp", names[0])
+        factors += [(1, "register", names[0]), (1, "lane", names[0]), (mf.warps[0], "warp", names[0])]
+    # ``tile * _id(...) * ...``; a size of 0 (a repetition count that rounded down) is the empty layout
+    tile = tile.times_identities([f for f in factors if f[0] != 0])
     return _combine_cta_cga(tile, _cga_layout(mf.attr, rank), shape)
 
 

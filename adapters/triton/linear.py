@@ -17,12 +17,11 @@ from .attr import DOT_OPERAND_PARENTS, ENCODINGS, Attr, dot_operand_parent, enco
 from .cga import cga_bases, combine_cta_cga
 # the algebra lives in .ll, which imports no other module of the adapter (so .cga can use it
 # without a cycle); its names stay importable from here
-from .ll import LL, MAX_IN_BITS, MEMORY_DIMS, REGISTER_DIMS, dim_names, is_pow2, log2, supremum  # noqa: F401
+from .ll import (LL, MAX_IN_BITS, MEMORY_DIMS, REGISTER_DIMS, ZERO_OR_POW2, dim_names, is_pow2,  # noqa: F401
+                 log2, supremum)
 from .parser import (attr_param, bases_param, check_params, describe, int_list_param, int_param)
 
 CGA_PARAMS = ("CGALayout", "CTAsPerCGA", "CTASplitNum", "CTAOrder")
-#: 0 and the powers of two (a basis entry that moves, or not)
-_ZERO_OR_POW2 = frozenset([0] + [1 << i for i in range(64)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,7 +125,7 @@ def linear_attr_ll(attr: Attr, options: Mapping | None = None) -> LL:
     ll = LL.inferred(raw, dim_names(rank), what=describe(attr))
     if version.at_least(options or {}, "3.7"):
         moving = [tuple(v) for v in every if v.count(0) != len(v)]
-        fine = set(chain.from_iterable(moving)) <= _ZERO_OR_POW2 and len(set(moving)) == len(moving)
+        fine = set(chain.from_iterable(moving)) <= ZERO_OR_POW2 and len(set(moving)) == len(moving)
         seen: dict[tuple[int, ...], str] = {}
         for k, vs in ({} if fine else raw).items():
             for v in vs:

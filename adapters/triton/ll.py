@@ -26,6 +26,8 @@ REGISTER_DIMS = ("register", "lane", "warp", "block")
 MEMORY_DIMS = ("offset", "block")
 #: most bases (bits) one hardware dim may have: Triton sizes dims with 32-bit signed ints
 MAX_IN_BITS = 31
+#: 0 and the powers of two (a basis entry that moves along its dim, or not)
+ZERO_OR_POW2 = frozenset([0] + [1 << i for i in range(64)])
 
 
 def is_pow2(n: int) -> bool:
@@ -355,6 +357,32 @@ class LL:
             w[pos] = c * scale
             added.append(w)
         bases[i_name] = bases[i_name] + added if i_name in bases else added
+        return LL._of(bases, outs)
+
+    def times_identities(self, factors: Sequence[tuple[int, str, str]]) -> "LL":
+        """``self * identity1d(size, in_dim, out_dim) * ...`` for each ``(size, in_dim, out_dim)``
+        of ``factors`` in turn (left to right), built in one pass on fresh copies."""
+        outs = list(self.outs)
+        pos = {n: i for i, (n, _) in enumerate(outs)}
+        bases = {k: [list(v) for v in vs] for k, vs in self.bases.items()}
+        for size, in_dim, out_dim in factors:
+            if not is_pow2(size):
+                raise LayoutError(f"size {size} along {out_dim} is not a power of two")
+            p = pos.get(out_dim)
+            if p is None:   # a new out dim, last: every vector so far gets a 0 for it
+                p = pos[out_dim] = len(outs)
+                outs.append((out_dim, 1))
+                for vs in bases.values():
+                    for v in vs:
+                        v.append(0)
+            k = len(outs)
+            scale = outs[p][1]
+            vs = bases.setdefault(in_dim, [])
+            for i in range(size.bit_length() - 1):
+                w = [0] * k
+                w[p] = scale << i
+                vs.append(w)
+            outs[p] = (out_dim, scale * size)
         return LL._of(bases, outs)
 
     def transpose_outs(self, names: Sequence[str]) -> "LL":

@@ -56,9 +56,9 @@ def mma_tile(tile: Sequence[int], k_width: int, order: Sequence[int], rep_order:
     m, n = tile[outer], tile[inner]
     if m % 8 or n % (4 * k_width):
         raise LayoutError(f"MMA tile {list(tile)} does not split into 8 x {4 * k_width} fragments")
-    return (ll * LL.identity1d(k_width, "register", names[inner]) * LL.identity1d(4, "lane", names[inner])
-            * LL.identity1d(8, "lane", names[outer]) * LL.identity1d(m // 8, "register", names[outer])
-            * LL.identity1d(n // (4 * k_width), "register", names[inner]))
+    return ll.times_identities([(k_width, "register", names[inner]), (4, "lane", names[inner]),
+                                (8, "lane", names[outer]), (m // 8, "register", names[outer]),
+                                (n // (4 * k_width), "register", names[inner])])
 
 
 def mma_params(attr: Attr, options) -> tuple[int, int, list[int], list[int]]:
