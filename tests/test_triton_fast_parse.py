@@ -123,3 +123,12 @@ def test_mutated_texts_agree(text, edits):
         at %= len(text) + 1
         text = text[:at] + piece + text[at + cut:]
     _agree(text)
+
+
+def test_a_tensor_of_very_many_dims_is_a_parse_error():
+    """The element count of 100,000 dims of 2 has more digits than Python prints by default:
+    the error names the bound it passed instead (once a ValueError, an internal error)."""
+    import pytest
+    from layoutverify.core.errors import ParseError
+    with pytest.raises(ParseError, match="more than 8589934592 elements is too large"):
+        P.parse_text("tensor<" + "2x" * 100_000 + "f16, #ttg.blocked<{}>>")

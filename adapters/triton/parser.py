@@ -21,6 +21,11 @@ nested dicts (``ctaLayout = {warp = [[0, 1]]}``). ``4 : i32`` is the int 4. A un
 Kinds drop the dialect prefix (``"blocked"``, ``"nvidia_mma"``); attributes of other dialects keep
 it (``"ttng.tensor_memory_encoding"``).
 
+Common texts (a ``#ttg.kind<{...}>`` attribute with integer, name, list and nested-attribute
+values, optionally in ``tensor<...>`` after alias definitions) are read by :func:`fast_parse`, one
+pass of anchored patterns without token objects; it declines anything else, and the tokenizer and
+parser read those texts and report every error, so results and messages are theirs.
+
 Errors are :class:`~layoutverify.core.errors.ParseError` naming the offending token and its 1-based
 column. Nesting deeper than :data:`MAX_DEPTH` is an error (never a RecursionError), and so are
 integers past :data:`MAX_INT` and tensors of more than :data:`MAX_ELEMENTS` elements.
@@ -343,11 +348,12 @@ class _Parser:
             raise ParseError("dynamic tensor dimensions are not supported", t, self.lex.col(p), t[p])
         self.lex.pos = p
         total = 1
-        for v in out:
+        for i, v in enumerate(out):
             total *= v
-        if total > MAX_ELEMENTS:
-            raise ParseError(f"tensor of {total} elements is too large (limit 2^32)", t, self.lex.col(p),
-                             "x".join(map(str, out)))
+            if total > MAX_ELEMENTS:   # stop here: the product of many dims is too long to print
+                what = f"{total}" if i == len(out) - 1 else f"more than {total}"
+                raise ParseError(f"tensor of {what} elements is too large (limit 2^32)", t, self.lex.col(p),
+                                 "x".join(map(str, out[:8])) + ("x..." if len(out) > 8 else ""))
         return tuple(out), p
 
     def element_type(self, depth: int) -> str:
