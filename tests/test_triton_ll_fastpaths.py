@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 
 from layoutverify.adapters.triton import cga as C
+from layoutverify.adapters.triton.linear import one_cta_blocked_ll
 from layoutverify.adapters.triton.ll import LL, supremum
 
 INS = ["register", "lane", "warp", "block"]
@@ -121,3 +122,23 @@ def test_one_cta_combine_equals_the_general_one():
         fast = C.combine_cta_cga(cta, [], shape)
         general = C.combine_cta_cga(cta, [], shape, fit_cta=lambda ll, want: ll.not_larger(want))
         assert same(fast, general), (cta, shape)
+
+
+def test_one_cta_blocked_equals_the_algebra():
+    """The one-pass blocked layout equals the tiles multiplied out and combined by the general
+    path, zero registers dropped or kept (Triton 3.9 / earlier)."""
+    rng = random.Random(5)
+    for _ in range(3000):
+        rank = rng.randint(1, 4)
+        order = rng.sample(range(rank), rank)
+        spt, tpw, wpc = ([1 << rng.randint(0, 3) for _ in range(rank)] for _ in range(3))
+        shape = [1 << rng.randint(0, 7) for _ in range(rank)]
+        tiles = LL.empty()
+        for n, sizes in (("register", spt), ("lane", tpw), ("warp", wpc)):
+            for d in order:
+                tiles = product_reference(tiles, LL.identity1d(sizes[d], n, f"dim{d}"))
+        general = C.combine_cta_cga(tiles, [], shape, fit_cta=lambda ll, want: ll.not_larger(want))
+        for drop in (False, True):
+            want = general.drop_zero_registers() if drop else general
+            got = one_cta_blocked_ll(spt, tpw, wpc, order, shape, drop_zero_registers=drop)
+            assert same(got, want), (spt, tpw, wpc, order, shape, drop)

@@ -122,7 +122,7 @@ def linear_attr_ll(attr: Attr, options: Mapping | None = None) -> LL:
             if sum(1 for c in v if c) > 1:
                 raise LayoutError(f"{describe(attr)}: basis {v} of {k} moves in more than one dimension; "
                                   f"in a distributed layout each basis moves in at most one")
-    ll = LL.inferred(raw, dim_names(rank), what=describe(attr))
+    ll = LL.inferred(raw, dim_names(rank), what=describe(attr), fresh=True)
     if version.at_least(options or {}, "3.7"):
         moving = [tuple(v) for v in every if v.count(0) != len(v)]
         fine = set(chain.from_iterable(moving)) <= ZERO_OR_POW2 and len(set(moving)) == len(moving)
@@ -153,9 +153,13 @@ def linear_ll(attr: Attr, shape=None, **options) -> LL:
     if shape is None:
         return ll
     shape = need_shape(attr, shape, rank)
+    if [s for _, s in ll.outs] == list(shape):
+        return ll   # written for this shape: nothing repeats or is cut (the steps below change nothing)
     names = dim_names(rank)
     order: list[int] = []
     for v in ll.bases["register"]:
+        if len(order) == rank:
+            break
         for d, c in enumerate(v):
             if c and d not in order:
                 order.append(d)
@@ -216,9 +220,49 @@ def blocked_ll(attr: Attr, shape, **options) -> LL:
     rank = len(spt)
     cga = cga_bases(attr, rank)
     shape = need_shape(attr, shape, rank)
+    drop = version.at_least(options, "3.9")
+    if not cga:
+        return one_cta_blocked_ll(spt, tpw, wpc, order, shape, drop_zero_registers=drop)
     cta = LL.standard_nd_tiles([("register", spt), ("lane", tpw), ("warp", wpc)], order)
     ll = combine_cta_cga(cta, cga, shape)
-    return ll.drop_zero_registers() if version.at_least(options, "3.9") else ll
+    return ll.drop_zero_registers() if drop else ll
+
+
+def one_cta_blocked_ll(spt: Sequence[int], tpw: Sequence[int], wpc: Sequence[int], order: Sequence[int],
+                       shape: Sequence[int], *, drop_zero_registers: bool) -> LL:
+    """A blocked layout of one CTA (no CGA bases) over ``shape``, built in one pass; the same as
+    ``combine_cta_cga(standard_nd_tiles(...), [], shape)`` (tests/test_triton_ll_fastpaths.py).
+
+    Registers, then lanes, then warps take the next ``log2(size)`` bits of each dim, dims in
+    ``order``; a bit at or past the tensor's size along its dim moves nothing (broadcast: what
+    ``ensureLayoutNotLargerThan`` leaves of the largest bases); then more registers repeat the
+    tile over the rest of the tensor, dims in ``order`` (``ensureLayoutNotSmallerThan``).
+    ``drop_zero_registers``: Triton >= 3.9 drops registers that move nothing."""
+    rank = len(spt)
+    reach = [1] * rank
+    bases: dict[str, list[list[int]]] = {}
+    for in_dim, sizes in (("register", spt), ("lane", tpw), ("warp", wpc)):
+        vecs = bases[in_dim] = []
+        for d in order:
+            r, top = reach[d], shape[d]
+            for i in range(sizes[d].bit_length() - 1):
+                w = [0] * rank
+                if r << i < top:
+                    w[d] = r << i
+                vecs.append(w)
+            reach[d] = r * sizes[d]
+    regs = bases["register"]
+    for d in order:
+        r = reach[d]
+        while r < shape[d]:
+            w = [0] * rank
+            w[d] = r
+            regs.append(w)
+            r <<= 1
+    if drop_zero_registers:
+        bases["register"] = [v for v in regs if any(v)]
+    bases["block"] = []
+    return LL._of(bases, [(f"dim{d}", s) for d, s in enumerate(shape)])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -157,15 +157,18 @@ class LL:
 
     @classmethod
     def inferred(cls, bases: Mapping[str, Sequence[Sequence[int]]], out_names: Sequence[str],
-                 *, require_surjective: bool = True, what: str = "layout") -> "LL":
+                 *, require_surjective: bool = True, what: str = "layout", fresh: bool = False) -> "LL":
         """Out-dim sizes inferred as the smallest power of two above every basis value
-        (Triton's ``LinearLayout(bases, outDimNames)``), which must then be surjective."""
+        (Triton's ``LinearLayout(bases, outDimNames)``), which must then be surjective.
+        ``fresh``: ``bases`` is a dict of new lists of int lists that the caller hands over (kept
+        as they are, not copied)."""
         n = len(out_names)
         every = [v for vs in bases.values() for v in vs]
         if n and every and set(map(len, every)) == {n} and set(map(type, chain.from_iterable(every))) == {int}:
             cols = list(zip(*every))
             if min(map(min, cols)) >= 0:   # the common case, at C speed
-                ll = cls(bases, [(name, 1 << max(col).bit_length()) for name, col in zip(out_names, cols)])
+                outs = [(name, 1 << max(col).bit_length()) for name, col in zip(out_names, cols)]
+                ll = cls._of(bases, outs) if fresh and type(bases) is dict else cls(bases, outs)
                 if require_surjective and not ll.is_surjective():
                     raise LayoutError(f"{what}: the bases do not cover every element of a "
                                       f"{'x'.join(str(s) for _, s in ll.outs)} grid (not surjective), "
