@@ -206,7 +206,22 @@ def _worker_env() -> dict:
     return env
 
 
-def _run_batch(requests: list[dict], timeout: float, lenient: bool = False) -> tuple[list[dict | None], str]:
+def _worker_command(python: str | None) -> list[str]:
+    """The worker's command line: this interpreter, or ``python`` (an interpreter holding another
+    Triton release, of this Python version), which then also sees this interpreter's site
+    directories, after its own, so that its Triton wins and this package imports."""
+    if python is None:
+        return [sys.executable, "-m", "layoutverify.adapters.triton.native", "--worker"]
+    import site
+    dirs = [d for d in site.getsitepackages() + [site.getusersitepackages()] if os.path.isdir(d)]
+    boot = ("import site, sys\n"
+            f"for d in {dirs!r}:\n    site.addsitedir(d)\n"
+            "from layoutverify.adapters.triton.native import _worker\n_worker()\n")
+    return [python, "-c", boot]
+
+
+def _run_batch(requests: list[dict], timeout: float, lenient: bool = False,
+               python: str | None = None) -> tuple[list[dict | None], str]:
     """Run ``requests`` through workers; a crash costs one case and a restart."""
     results: list[dict | None] = [None] * len(requests)
     version = ""
@@ -217,7 +232,7 @@ def _run_batch(requests: list[dict], timeout: float, lenient: bool = False) -> t
             payload = json.dumps({"diag": diag, "dir": tmp, "lenient": lenient,
                                   "cases": [requests[i] for i in todo]})
             try:
-                proc = subprocess.run([sys.executable, "-m", "layoutverify.adapters.triton.native", "--worker"], input=payload,
+                proc = subprocess.run(_worker_command(python), input=payload,
                                       capture_output=True, text=True, timeout=timeout, env=_worker_env(),
                                       cwd=tmp)
             except subprocess.TimeoutExpired:
@@ -304,7 +319,7 @@ def _to_layout_one(msg: dict, shape, version: str, raw: bool):
 
 
 def native_many(cases: Iterable, *, raw: bool = False, printed: bool = False,
-                timeout: float = BATCH_TIMEOUT, lenient: bool = False) -> list:
+                timeout: float = BATCH_TIMEOUT, lenient: bool = False, python: str | None = None) -> list:
     """Triton's layouts for many cases at once, in one worker process.
 
     ``cases``: ``(text, shape)``, ``(text, shape, options)`` or ``{"text", "shape", "options"}``.
@@ -313,6 +328,8 @@ def native_many(cases: Iterable, *, raw: bool = False, printed: bool = False,
     dict also holds ``"printed"``: the module as Triton prints it, aliases and all). ``lenient``:
     skip Gluon's front-end argument checks (see :func:`_relax_gluon_checks`). A Blackwell
     tensor-memory encoding comes back over ``row, col`` (Gluon's object drops ``block``).
+    ``python``: ask the Triton of another interpreter (same Python version) instead of the
+    installed one, e.g. a virtual environment holding another release.
     """
     norm = []
     for c in cases:
@@ -335,7 +352,7 @@ def native_many(cases: Iterable, *, raw: bool = False, printed: bool = False,
         except LayoutError as e:
             out[k] = NativeError(str(e))
     if reqs:
-        results, version = _run_batch(reqs, timeout, lenient)
+        results, version = _run_batch(reqs, timeout, lenient, python)
         for k, req, msg in zip(where, reqs, results):
             out[k] = _to_layout(msg or {"error": "no answer"}, req["shape"], version, raw, req.get("buffers"))
     return out
