@@ -38,8 +38,12 @@ def log2(n: int) -> int:
     return n.bit_length() - 1
 
 
+_DIM_NAMES = tuple(f"dim{i}" for i in range(16))
+
+
 def dim_names(rank: int) -> list[str]:
-    return [f"dim{i}" for i in range(rank)]
+    """``["dim0", ..., "dim<rank-1>"]`` (a new list)."""
+    return list(_DIM_NAMES[:rank]) if rank <= len(_DIM_NAMES) else [f"dim{i}" for i in range(rank)]
 
 
 def supremum(x: Sequence[str], y: Sequence[str]) -> list[str]:
@@ -483,7 +487,7 @@ class LL:
         """The canonical :class:`~layoutverify.core.layout.Layout`: in dims in Triton's order (absent ones
         get no bases), out dims ``dim0..`` in standard order with sizes ``shape``."""
         names = dim_names(len(self.outs))
-        ll = self.transpose_outs(names) if self.out_names != names else self
+        ll = self.transpose_outs(names)
         if shape is not None:
             for (n, s), want in zip(ll.outs, shape):
                 if s != want:
