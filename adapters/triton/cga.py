@@ -97,12 +97,18 @@ def combine_cta_cga(cta: LL, cga: "Sequence[Sequence[int]] | LL", shape: Sequenc
     result's out dims are ``dim0, dim1, ...`` with the sizes of ``shape``.
 
     ``fit_cga(ll, shape)`` / ``fit_cta(ll, shape)`` cut a layout that is larger than the tensor
-    (``ensureLayoutNotLargerThan``; default :meth:`LL.not_larger`); the AMD encodings pass the
-    variants of the Triton releases they reproduce. ``check=False`` skips the final size check
-    (a fit that zeroes rather than drops may leave a smaller image, as Triton's does).
+    (``ensureLayoutNotLargerThan``; default :meth:`LL.not_larger`) and leave one that fits
+    alone; the AMD encodings pass the variants of the Triton releases they reproduce.
+    ``check=False`` skips the final size check (a fit that zeroes rather than drops may leave a
+    smaller image, as Triton's does).
     """
-    if not cga and not isinstance(cga, LL) and fit_cta is None:
-        return _combine_one_cta(cta, shape, check)
+    if isinstance(cga, LL):
+        one_cta = list(cga.bases) == ["block"] and not cga.bases["block"] and all(s == 1 for _, s in cga.outs) \
+            and sorted(cga.out_names) == sorted(cta.out_names)
+    else:
+        one_cta = not cga
+    if one_cta:   # a CGA layout of size 1 everywhere fits any tensor: nothing for ``fit_cga`` to cut
+        return _combine_one_cta(cta, shape, check, fit_cta)
     fit_cga = fit_cga or (lambda ll, want: ll.not_larger(want))
     fit_cta = fit_cta or (lambda ll, want: ll.not_larger(want))
     rank = len(shape)
@@ -143,10 +149,10 @@ def combine_cta_cga(cta: LL, cga: "Sequence[Sequence[int]] | LL", shape: Sequenc
     return out
 
 
-def _combine_one_cta(cta: LL, shape: Sequence[int], check: bool) -> LL:
-    """:func:`combine_cta_cga` for a single CTA (no CGA bases) with the default cut: the CGA
-    layout is an empty ``block`` dim of size 1 everywhere, so the CTA tile is fitted to the
-    whole tensor and gets that empty dim."""
+def _combine_one_cta(cta: LL, shape: Sequence[int], check: bool, fit_cta=None) -> LL:
+    """:func:`combine_cta_cga` for a single CTA (no CGA bases): the CGA layout is an empty
+    ``block`` dim of size 1 everywhere, so the CTA tile is fitted to the whole tensor (``fit_cta``,
+    default :meth:`LL.not_larger`) and gets that empty dim."""
     names = dim_names(len(shape))
     if sorted(cta.out_names) != names:
         raise LayoutError(f"internal: CTA tile has out dims {cta.out_names}, expected {names}")
@@ -154,7 +160,8 @@ def _combine_one_cta(cta: LL, shape: Sequence[int], check: bool) -> LL:
     for n, s in want.items():
         if not is_pow2(s):
             raise LayoutError(f"Triton layouts need power-of-two tensor sizes; {n} is {s}")
-    cta = cta.not_smaller(want).not_larger(want)
+    cta = cta.not_smaller(want)
+    cta = cta.not_larger(want) if fit_cta is None else fit_cta(cta, want)
     bases = cta.bases
     out = LL._of({**bases, "block": bases.get("block", [])}, list(cta.outs)).transpose_outs(names)
     if check:

@@ -91,6 +91,17 @@ def supremum(x: Sequence[str], y: Sequence[str]) -> list[str]:
             out.append(y[j])
 
 
+def make_layout(bases: Mapping[str, Sequence[Sequence[int]]], outs: Sequence[tuple[str, int]], *,
+                name: str | None = None) -> Layout:
+    """``Layout.from_bases(bases, outs, name=name)``, its checks done at C speed first (the full
+    constructor runs only to name what is wrong)."""
+    declared = {k: list(map(tuple, vs)) for k, vs in bases.items()}
+    outs = tuple(outs)
+    if declared and _checked(declared, outs):
+        return Layout._from_checked_bases(declared, outs, name=name)
+    return Layout.from_bases(declared, list(outs), name=name)
+
+
 def _checked(bases: Mapping[str, Sequence[tuple[int, ...]]], outs: Sequence[tuple[str, int]]) -> bool:
     """Does ``Layout.from_bases(bases, outs)`` accept these as they are? (str names, distinct;
     power-of-two int sizes; int bases with one entry per out dim, each inside its dim)"""
@@ -499,11 +510,7 @@ class LL:
         extra = [k for k in ll.bases if k not in in_dims]
         if extra:
             raise LayoutError(f"internal: unexpected in dims {extra}")
-        bases = {k: list(map(tuple, ll.bases.get(k, ()))) for k in in_dims}
-        outs = tuple(ll.outs)
-        if bases and _checked(bases, outs):
-            return Layout._from_checked_bases(bases, outs, name=name)
-        return Layout.from_bases(bases, list(outs), name=name)   # which names what is wrong
+        return make_layout({k: ll.bases.get(k, ()) for k in in_dims}, ll.outs, name=name)
 
     @classmethod
     def from_layout(cls, layout: Layout) -> "LL":

@@ -76,7 +76,7 @@ from layoutverify.core.layout import Layout
 from . import version
 from .attr import Attr, encoding
 from .cga import cga_bases, combine_cta_cga
-from .ll import LL
+from .ll import LL, make_layout
 from .parser import bool_param, describe, int_param
 
 __all__ = [
@@ -276,7 +276,7 @@ def _to_layout(ll: LL, name: str) -> Layout:
     bases = {"offset": ll.bases.get("offset", [])}
     if ll.bases.get("block"):
         bases["block"] = ll.bases["block"]
-    return Layout.from_bases(bases, ll.outs, name=name)
+    return make_layout(bases, ll.outs, name=name)
 
 
 # ------------------------------------------------------------------------------------------------
