@@ -105,8 +105,9 @@ def mma_ll(attr: Attr, shape, **options) -> LL:
     tile = list(instr) if major == 2 else [instr[0], instr[1]]
     order = matrix_order(rank)
     cta = mma_tile(tile, 2, order, matrix_order(rank))
-    warps = LL.standard_nd("warp", wpc, matrix_order(rank, row_major=(major != 3)))
-    cta = cta * warps.transpose_outs(cta.out_names)
+    # ``cta * standard_nd("warp", wpc, warp order)``: warps tile each dim after the instruction tile
+    names = dim_names(rank)
+    cta = cta.times_identities([(wpc[d], "warp", names[d]) for d in matrix_order(rank, row_major=(major != 3))])
     return combine_cta_cga(cta, cga, shape)
 
 
