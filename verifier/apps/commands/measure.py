@@ -49,7 +49,8 @@ def run(args) -> int:
         from layoutverify.apps.measure.report import plot
         plot([res], args.plot, res["device"])
     if args.json:
-        print(json.dumps(res))
+        from layoutverify.apps.jsonout import document
+        print(json.dumps(document("measurement", res), default=str))
     else:
         print(render(res))
     return 0 if res["readback"]["ok"] else 1
