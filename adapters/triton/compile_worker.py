@@ -92,15 +92,44 @@ def build_layout(gl, spec: dict, shape: list, builder=None):
     raise ValueError(f"unknown Gluon layout kind {k!r}")
 
 
+_BACKENDS: dict = {}
+
+
+def compile_to(fn, signature: dict, consts: dict, num_warps: int, arch: int, stop: str, attrs=None):
+    """Compile the Gluon kernel ``fn`` for ``sm_<arch>`` on the CPU through Triton's stages up to
+    ``stop`` (``"ptx"`` or ``"cubin"``); returns ``(that stage's output, metadata)``. ``attrs``:
+    argument specialisations, as ``GluonASTSource`` takes them."""
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    target = GPUTarget("cuda", arch, 32)
+    if arch not in _BACKENDS:
+        _BACKENDS[arch] = make_backend(target)
+    backend = _BACKENDS[arch]
+    src = GluonASTSource(fn, signature, constexprs=consts, attrs=attrs)
+    options = backend.parse_options({"num_warps": num_warps})
+    stages: dict = {}
+    backend.add_stages(stages, options, src.language)
+    cctx = ir.context()
+    ir.load_dialects(cctx)
+    backend.load_dialects(cctx)
+    module = src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(), cctx)
+    metadata = {"hash": "0" * 64, "target": target, **options.__dict__}
+    keys = list(stages)
+    for ext in keys[keys.index(src.ext) + 1:]:
+        module = stages[ext](module, metadata)
+        if ext == stop:
+            return module, metadata
+    raise RuntimeError(f"no {stop} stage")
+
+
 def main() -> None:  # pragma: no cover - runs in a subprocess
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     import triton
     from triton._C.libtriton import gluon_ir, ir
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import make_backend
-    from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon._runtime import GluonASTSource
 
     cvt2d, cvt1d = kernels()  # noqa: F841
 
@@ -126,30 +155,6 @@ def main() -> None:  # pragma: no cover - runs in a subprocess
         comp = b.invert_and_compose(a)
         return {"bases": [[k, v] for k, v in comp.bases], "out": comp.get_out_dim_names()}
 
-    backends = {}
-
-    def to_ptx(fn, pointer_type, consts, num_warps, arch):
-        target = GPUTarget("cuda", arch, 32)
-        if arch not in backends:
-            backends[arch] = make_backend(target)
-        backend = backends[arch]
-        signature = {"in_ptr": pointer_type, "out_ptr": pointer_type, **{k: "constexpr" for k in consts}}
-        src = GluonASTSource(fn, signature, constexprs=consts)
-        options = backend.parse_options({"num_warps": num_warps})
-        stages = {}
-        backend.add_stages(stages, options, src.language)
-        cctx = ir.context()
-        ir.load_dialects(cctx)
-        backend.load_dialects(cctx)
-        module = src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(),
-                             cctx)
-        metadata = {"hash": "0" * 64, "target": target, **options.__dict__}
-        keys = list(stages)
-        for ext in keys[keys.index(src.ext) + 1:]:
-            module = stages[ext](module, metadata)
-            if ext == "ptx":
-                return module
-        raise RuntimeError("no ptx stage")
 
     for line in sys.stdin:
         if not line.strip():
@@ -171,7 +176,9 @@ def main() -> None:  # pragma: no cover - runs in a subprocess
                 fn = cvt1d
             t0 = time.perf_counter()
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                out["ptx"] = to_ptx(fn, "*" + DTYPES[case["dtype"]], consts, case["num_warps"], case.get("arch", 90))
+                ptr = "*" + DTYPES[case["dtype"]]
+                signature = {"in_ptr": ptr, "out_ptr": ptr, **{k: "constexpr" for k in consts}}
+                out["ptx"] = compile_to(fn, signature, consts, case["num_warps"], case.get("arch", 90), "ptx")[0]
             out["compile_s"] = round(time.perf_counter() - t0, 3)
         except Exception as e:  # a layout Triton rejects: reported to the caller
             out["error"] = f"{type(e).__name__}: {str(e)[:300]}"

@@ -150,21 +150,11 @@ def _bench_kernels():
 
 def kernel_facts(kernel) -> dict:
     """Registers, spills and the loop's SASS counts (:mod:`.sass`) of a launched loop kernel."""
-    import os
-    import tempfile
-
-    import triton
-
+    from .loop_worker import disassemble
     from .sass import loop_counts
     out = {"n_regs": getattr(kernel, "n_regs", None), "n_spills": getattr(kernel, "n_spills", None)}
-    nvdisasm = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
     try:
-        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-            f.write(kernel.asm["cubin"])
-            f.flush()
-            sass = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True, check=True,
-                                  timeout=120).stdout
-        out["loop"] = loop_counts(sass).to_json()
+        out["loop"] = loop_counts(disassemble(kernel.asm["cubin"])[0]).to_json()
     except Exception as e:  # noqa: BLE001 - the counts are extra information
         out["loop_error"] = f"{type(e).__name__}: {e}"
     return out

@@ -5,8 +5,8 @@ worker's cases: ``{"id", "a", "b", "shape", "dtype", "arch", "num_warps"}``); it
 line per case: ``{"id", "sass", "resources", "shared_bytes", "triton"}`` (the disassembly of the loop kernel's
 cubin and its resource usage, made by the ``ptxas``, ``nvdisasm`` and ``cuobjdump`` that Triton
 ships) or ``{"id", "error"}``. It imports only Triton
-(any release 3.6-3.9) and the compile worker's ``build_layout`` (loaded from the path given), so
-an interpreter holding another Triton can run it.
+(any release 3.6-3.9) and the compile worker (loaded from the path given: its ``build_layout`` and
+``compile_to``), so an interpreter holding another Triton can run it.
 
 The loop (``bench2d`` / ``bench1d``) is what ``measure`` times on the GPU:
 ``y = convert_layout(x, B); acc ^= y; x ^= k`` with ``k`` read from memory, so that nothing is
@@ -68,52 +68,38 @@ def bench_kernels():
     return _KERNELS
 
 
-def _load_build_layout(path: str):
+def _load_compile_worker(path: str):
     spec = importlib.util.spec_from_file_location("_lv_compile_worker", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.build_layout
+    return mod
+
+
+def disassemble(cubin: bytes) -> tuple[str, str]:
+    """``(SASS, resource usage)`` of a cubin, by the ``nvdisasm`` and ``cuobjdump`` Triton ships."""
+    import triton
+    bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        sass = subprocess.run([os.path.join(bindir, "nvdisasm"), "-c", f.name], capture_output=True, text=True,
+                              check=True, timeout=120).stdout
+        resources = subprocess.run([os.path.join(bindir, "cuobjdump"), "-res-usage", f.name], capture_output=True,
+                                   text=True, check=True, timeout=120).stdout
+    return sass, resources
+
+
+#: as the GPU launch specialises: the pointers (torch allocations) and the repetition counts
+#: (16, 144, ...) are divisible by 16
+LAUNCH_ATTRS = {(i,): [["tt.divisibility", 16]] for i in range(4)}
 
 
 def main() -> None:  # pragma: no cover - runs in a subprocess
     import triton
-    from triton._C.libtriton import ir
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import make_backend
     from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon._runtime import GluonASTSource
 
-    build_layout = _load_build_layout(sys.argv[1])
+    worker = _load_compile_worker(sys.argv[1])
     bench2d, bench1d = bench_kernels()
-    nvdisasm = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
-    cuobjdump = os.path.join(os.path.dirname(nvdisasm), "cuobjdump")
-    backends = {}
-
-    def to_cubin(fn, signature, consts, num_warps, arch):
-        target = GPUTarget("cuda", arch, 32)
-        if arch not in backends:
-            backends[arch] = make_backend(target)
-        backend = backends[arch]
-        # as the GPU launch specialises: the pointers (torch allocations) and the repetition counts
-        # (16, 144, ...) are divisible by 16
-        attrs = {(i,): [["tt.divisibility", 16]] for i in range(4)}
-        src = GluonASTSource(fn, signature, constexprs=consts, attrs=attrs)
-        options = backend.parse_options({"num_warps": num_warps})
-        stages = {}
-        backend.add_stages(stages, options, src.language)
-        cctx = ir.context()
-        ir.load_dialects(cctx)
-        backend.load_dialects(cctx)
-        module = src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(),
-                             cctx)
-        metadata = {"hash": "0" * 64, "target": target, **options.__dict__}
-        keys = list(stages)
-        for ext in keys[keys.index(src.ext) + 1:]:
-            module = stages[ext](module, metadata)
-            if ext == "cubin":
-                return module, metadata
-        raise RuntimeError("no cubin stage")
-
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -121,7 +107,7 @@ def main() -> None:  # pragma: no cover - runs in a subprocess
         out = {"id": case["id"], "triton": triton.__version__}
         try:
             shape = list(case["shape"])
-            A, B = build_layout(gl, case["a"], shape), build_layout(gl, case["b"], shape)
+            A, B = worker.build_layout(gl, case["a"], shape), worker.build_layout(gl, case["b"], shape)
             ptr = "*" + INT_TYPES[case["dtype"]]
             consts = {"A": A, "B": B}
             if len(shape) == 2:
@@ -133,15 +119,10 @@ def main() -> None:  # pragma: no cover - runs in a subprocess
             signature = {"in_ptr": ptr, "out_ptr": ptr, "k_ptr": ptr, "reps": "i32",
                          **{k: "constexpr" for k in consts}}
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                cubin, metadata = to_cubin(fn, signature, consts, case["num_warps"], case.get("arch", 90))
+                cubin, metadata = worker.compile_to(fn, signature, consts, case["num_warps"], case.get("arch", 90),
+                                                    "cubin", attrs=LAUNCH_ATTRS)
             out["shared_bytes"] = int(metadata.get("shared", 0) or 0)
-            with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-                f.write(cubin)
-                f.flush()
-                out["sass"] = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True,
-                                             check=True, timeout=120).stdout
-                out["resources"] = subprocess.run([cuobjdump, "-res-usage", f.name], capture_output=True,
-                                                  text=True, check=True, timeout=120).stdout
+            out["sass"], out["resources"] = disassemble(cubin)
         except Exception as e:  # a layout Triton rejects: reported to the caller
             out["error"] = f"{type(e).__name__}: {str(e)[:300]}"
         sys.stdout.write(json.dumps(out) + "\n")
