@@ -40,7 +40,7 @@ from layoutverify.core import expr as E  # noqa: E402
 from layoutverify.core.compare import compare  # noqa: E402
 from layoutverify.core.layout import Layout  # noqa: E402
 from layoutverify.core.random_layouts import (  # noqa: E402
-    in_shape, mixed_radix_expr as mixed_expr, modes_near_miss, modes_recipe)
+    in_shape, mixed_radix_expr as mixed_expr, modes_near_miss, modes_recipe, swizzle_layout)
 
 
 # -- corpus -----------------------------------------------------------------------------------
@@ -114,14 +114,6 @@ def swizzle_recipe(rng):
     return rows, cols, kind
 
 
-def swizzle_layout(rows, cols, kind, variant=0):
-    off = E.Var("offset")
-    r, c = off // cols, off % cols
-    if kind == "xor":
-        col = c ^ ((r + variant) % 8) if variant else c ^ (r % 8)
-    else:
-        col = (c + r + variant) % cols
-    return Layout([("offset", rows * cols)], [("dim0", rows), ("dim1", cols)], [r, col])
 
 
 def build_corpus(n_pairs: int, seed: int):

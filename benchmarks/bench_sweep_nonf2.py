@@ -39,12 +39,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from layoutverify.core import expr as E  # noqa: E402
 from layoutverify.core.brute import brute_verdict, witness_problem  # noqa: E402
 from layoutverify.core.compare import compare  # noqa: E402
 from layoutverify.core.errors import LayoutError  # noqa: E402
 from layoutverify.core.layout import Layout  # noqa: E402
-from layoutverify.core.random_layouts import in_shape, mixed_radix_expr, modes_near_miss, modes_recipe  # noqa: E402
+from layoutverify.core.random_layouts import (  # noqa: E402
+    in_shape, mixed_radix_expr, modes_near_miss, modes_recipe, swizzle_layout)
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -86,14 +86,6 @@ def refined(in_dims, shape, modes):
     return Layout.from_modes(in_dims, shape, out)
 
 
-def swizzle(rows, cols, kind, variant=0):
-    off = E.Var("offset")
-    r, c = off // cols, off % cols
-    if kind == "xor":
-        col = c ^ ((r + variant) % 8) if variant else c ^ (r % 8)
-    else:
-        col = (c + r + variant) % cols
-    return Layout([("offset", rows * cols)], [("dim0", rows), ("dim1", cols)], [r, col])
 
 
 def make_pair(rng, max_locations):
@@ -117,7 +109,7 @@ def make_pair(rng, max_locations):
     if rows * cols > max_locations:
         return None
     kind = rng.choice(["xor", "rot"])
-    return "swizzle/" + kind, swizzle(rows, cols, kind), swizzle(rows, cols, kind, rng.choice([0, 1, 2]))
+    return "swizzle/" + kind, swizzle_layout(rows, cols, kind), swizzle_layout(rows, cols, kind, rng.choice([0, 1, 2]))
 
 
 def main(argv=None):

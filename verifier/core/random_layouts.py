@@ -123,3 +123,16 @@ def mixed_radix_expr(in_dims, shape, modes):
                 acc = [x + digit * c if c else x for x, c in zip(acc, st)]
             p *= s
     return Layout(in_dims, [("dim0", shape[0]), ("dim1", shape[1])], acc)
+
+
+def swizzle_layout(rows: int, cols: int, kind: str, variant: int = 0) -> Layout:
+    """A ``rows x cols`` shared-memory layout (hardware dim ``offset``, row-major, ``dim1``
+    fastest) whose column is swizzled by the row: ``kind="xor"``: ``col ^ ((row + variant) % 8)``
+    (``col ^ (row % 8)`` for variant 0); ``kind="rot"``: ``(col + row + variant) % cols``."""
+    off = E.Var("offset")
+    r, c = off // cols, off % cols
+    if kind == "xor":
+        col = c ^ ((r + variant) % 8) if variant else c ^ (r % 8)
+    else:
+        col = (c + r + variant) % cols
+    return Layout([("offset", rows * cols)], [("dim0", rows), ("dim1", cols)], [r, col])
