@@ -20,6 +20,7 @@ from layoutverify.core.brute import brute_verdict, witness_problem
 from layoutverify.core.compare import Pair, compare
 from layoutverify.core.errors import LayoutError, UnsupportedError
 from layoutverify.core.layout import Layout
+from layoutverify.core.random_layouts import mixed_radix_expr
 
 REG = "register"
 
@@ -73,15 +74,7 @@ def mode_layout(recipe, form="modes"):
     in_dims, shape, modes, offset = recipe
     if form == "modes":
         return Layout.from_modes(in_dims, shape, modes, offset={"dim0": offset[0], "dim1": offset[1]})
-    acc = [E.Const(offset[0]), E.Const(offset[1])]
-    for k, ms in modes.items():
-        p = 1
-        for s, stv in ms:
-            if s > 1:
-                digit = (E.Var(k) % (p * s)) // p
-                acc = [x + digit * c if c else x for x, c in zip(acc, stv)]
-            p *= s
-    return Layout(in_dims, [("dim0", shape[0]), ("dim1", shape[1])], acc)
+    return mixed_radix_expr(in_dims, shape, modes, offset)
 
 
 def mutate(rng, recipe):

@@ -112,9 +112,10 @@ def in_shape(in_dims, shape, modes) -> bool:
     return all(E.upper_bound(e, bounds) < s for e, s in zip(lay.exprs, shape))
 
 
-def mixed_radix_expr(in_dims, shape, modes):
-    """The same map with each digit written ``x % (p*s) // p`` (not how from_modes writes it)."""
-    acc = [E.Const(0), E.Const(0)]
+def mixed_radix_expr(in_dims, shape, modes, offset=(0, 0)):
+    """The same map with each digit written ``x % (p*s) // p`` (not how from_modes writes it),
+    plus ``offset`` (per logical dim)."""
+    acc = [E.Const(offset[0]), E.Const(offset[1])]
     for k, ms in modes.items():
         p = 1
         for s, st in ms:
