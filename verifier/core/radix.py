@@ -213,7 +213,9 @@ class DigitForm:
     """
 
     def __init__(self, lay: Layout, forms: list[_Form]):
-        self.layout = lay
+        # the layout's logical dims, not the layout: the cache below is keyed weakly by the layout,
+        # and a value holding its key would keep every layout alive
+        self.out_names, self.out_sizes = lay.out_names, lay.out_sizes
         self.sizes = dict(lay.in_dims)
         self.nout = len(lay.out_dims)
         self.offset = tuple(f.const for f in forms)
@@ -570,10 +572,10 @@ def compare_radix(pair: R.Pair) -> R.Result | None:
     if da is None or db is None:
         return None
     for df, side in ((fa, "A"), (fb, "B")):
-        for d, (m, s) in enumerate(zip(df.maximum(), df.layout.out_sizes)):
+        for d, (m, s) in enumerate(zip(df.maximum(), df.out_sizes)):
             if m >= s:
-                raise LayoutError(f"layout {side} maps some hardware location to {df.layout.out_names[d]}={m}, "
-                                  f"outside its logical shape {list(df.layout.out_sizes)}")
+                raise LayoutError(f"layout {side} maps some hardware location to {df.out_names[d]}={m}, "
+                                  f"outside its logical shape {list(df.out_sizes)}")
 
     # Coverage: canonical images.
     ia, ib = _image(fa, da, fa.offset), _image(fb, db, fb.offset)
