@@ -107,13 +107,30 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
     SMT-LIB2 (with the z3 strategy's answers as comments). When another strategy decides and
     ``smt2`` is given, the z3 strategy also runs, to write the file, and must agree.
     """
+    # normal forms (memoised on the layouts): most pairs are decided on them in microseconds
+    try:
+        na, nb = a._compare_normal_form, b._compare_normal_form
+        built = na.head is nb.head and method == "auto" and smt2 is None  # heads interned: `is`
+    except AttributeError:  # not built yet, dropped by pickling (None), or not layouts
+        na = nb = None
+        built = False
+    if built:
+        # both built already: the verdict is a few comparisons of interned parts, not timed
+        # (``seconds`` stays 0.0, see Result); this is the hot path of sweeps and the service
+        ka = na.key
+        if ka is not None and ka is nb.key:  # one interned key: the same map
+            res = _new(Result)
+            res.verdict, res.method = "equal", na.mode
+            return res
+        got = NF.decide(na, nb)
+        if got is not None:
+            res = _new(Result)
+            res.verdict, res.method = got
+            if got[0] != "equal":  # the strategy builds the counterexample when asked
+                res._build = (_strategy_result, a, b, timeout_ms)
+            return res
     t0 = _clock()
     if method == "auto" and smt2 is None:
-        # normal forms (memoised on the layouts): most pairs are decided here in microseconds
-        try:
-            na, nb = a._compare_normal_form, b._compare_normal_form
-        except AttributeError:
-            na = nb = None
         if na is None or nb is None:  # not built yet (or dropped by pickling)
             if isinstance(a, Layout) and isinstance(b, Layout):
                 # two layouts made from the same F2 bases over the same dims are the same map
@@ -123,29 +140,18 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
                         and da == b.__dict__.get("_declared_bases")):
                     res = _new(Result)
                     res.verdict, res.method = "equal", "f2"
-                    res._reason = _EQUAL_REASON["f2"]
                     res.seconds = _clock() - t0
                     return res
                 na, nb = NF.of(a), NF.of(b)
-        if na is not None and (na.head is nb.head or na.head == nb.head):  # same kind and logical dims
-            ka = na.key
-            if ka is not None and ka is nb.key:  # one interned key: the same map
-                # a Result built with a few stores (Result.proved, inlined: this is the hot path)
-                res = _new(Result)
-                res.verdict, res.method = "equal", ka[0]
-                res._reason = _EQUAL_REASON[ka[0]]
-                res.seconds = _clock() - t0
-                return res
-            got = NF.decide(na, nb)
-            if got is not None:
-                res = _new(Result)
-                res.verdict, res.method = got
-                if got[0] == "equal":
-                    res._reason = _EQUAL_REASON[got[1]]
-                else:  # proved on the normal forms; the strategy builds the counterexample when asked
-                    res._build = (_strategy_result, a, b, timeout_ms)
-                res.seconds = _clock() - t0
-                return res
+            if na is not None and nb is not None and na.head is nb.head:  # interned: one object per value
+                got = NF.decide(na, nb)
+                if got is not None:
+                    res = _new(Result)
+                    res.verdict, res.method = got
+                    if got[0] != "equal":
+                        res._build = (_strategy_result, a, b, timeout_ms)
+                    res.seconds = _clock() - t0
+                    return res
     if not isinstance(a, Layout) or not isinstance(b, Layout):
         raise LayoutError("compare needs two Layout objects")
     if method not in METHODS:
@@ -164,9 +170,6 @@ def _strategy_result(a: Layout, b: Layout, timeout_ms: int) -> Result:
     normal forms (:meth:`Result.deferred`)."""
     return _decide(Pair(a, b), "auto", timeout_ms, None)
 
-
-_EQUAL_REASON = {"f2": "every hardware location holds the same element (identical F2 bases)",
-                 "radix": "every hardware location holds the same element (identical mixed-radix digit strides)"}
 
 
 def prepare(lay: Layout) -> Layout:

@@ -34,6 +34,7 @@ error, so that the strategy raises it as before). The caller attaches the counte
 """
 from __future__ import annotations
 
+import threading
 import weakref
 
 from layoutverify.core import f2 as F2
@@ -149,10 +150,10 @@ class F2Part:
         b = data.bases
         self.key = _intern(("f2", nf.sizes, nf.out_dims, tuple((n, tuple(b.get(n, ()))) for n, _ in nf.sizes)))
         reg_rows = _echelon(b.get(REGISTER, ()))
-        self.span = tuple(_rref(_echelon((v for n, vs in b.items() if n != REGISTER for v in vs), reg_rows)))
+        self.span = _intern(tuple(_rref(_echelon((v for n, vs in b.items() if n != REGISTER for v in vs), reg_rows))))
         reg = _rref(reg_rows)
-        self.reg = tuple(reg)
-        self.tred = tuple((n, tuple(_reduce(v, reg) for v in b.get(n, ()))) for n, _ in nf.threads)
+        self.reg = _intern(tuple(reg))
+        self.tred = _intern(tuple((n, tuple(_reduce(v, reg) for v in b.get(n, ()))) for n, _ in nf.threads))
 
 
 # -- mixed radix ----------------------------------------------------------------------------------
@@ -226,19 +227,56 @@ def _chains_combine(ra: RadixPart, rb: RadixPart, dims) -> bool:
 
 
 # -- the normal form --------------------------------------------------------------------------------
-_KEYS: dict = {}
+class _Token:
+    """The one live token of a value (:func:`_intern`): two tokens are of equal values iff they
+    are the same object, so verdicts compare parts with ``is``. ``value`` is the value."""
+
+    __slots__ = ("value", "__weakref__")
+
+    def __init__(self, value: tuple):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"_Token({self.value!r})"
 
 
-def _intern(key: tuple) -> tuple:
-    if len(_KEYS) >= 1 << 16:
-        _KEYS.clear()
-    return _KEYS.setdefault(key, key)
+#: value -> weak reference to its one live token; the entry goes with the token
+_TOKENS: "dict[tuple, weakref.ref]" = {}
+#: two threads interning one value must get one token; reentrant, because a token can die (and
+#: its callback run) in a garbage collection that starts inside the locked region
+_TOKENS_LOCK = threading.RLock()
+
+
+def _intern(value: tuple) -> _Token:
+    ref = _TOKENS.get(value)
+    if ref is not None:
+        token = ref()
+        if token is not None:
+            return token
+    with _TOKENS_LOCK:  # (again under the lock: another thread may have made it meanwhile)
+        ref = _TOKENS.get(value)
+        token = None if ref is None else ref()
+        if token is None:
+            token = _Token(value)
+            _TOKENS[value] = weakref.ref(token, _forget(value))
+        return token
+
+
+def _forget(value: tuple):
+    """The callback that drops ``value``'s entry when its token dies (and only that token's:
+    a newer token of the value keeps its entry)."""
+    def forget(ref: weakref.ref) -> None:
+        with _TOKENS_LOCK:
+            if _TOKENS.get(value) is ref:
+                del _TOKENS[value]
+    return forget
 
 
 class NormalForm:
     """Everything :func:`decide` needs of one layout (see the module docstring)."""
 
-    __slots__ = ("layout", "head", "kind", "out_dims", "sizes", "threads", "has_register", "declared", "error",
+    __slots__ = ("layout", "head", "kind", "out_dims", "sizes", "threads", "size_token", "thread_token",
+                 "has_register", "declared", "error",
                  "_f2", "_radix", "key", "mode", "part", "__weakref__")
 
     def __init__(self, lay: Layout):
@@ -246,8 +284,9 @@ class NormalForm:
         self.kind = lay.kind
         self.out_dims = lay.out_dims
         self.head = _intern((self.kind, self.out_dims))  # layouts with other heads: shape / kind verdicts
-        self.sizes = _intern(tuple(sorted((n, s) for n, s in lay.in_dims if s > 1)))
-        self.threads = _intern(tuple((n, s) for n, s in self.sizes if n != REGISTER))
+        self.sizes = tuple(sorted((n, s) for n, s in lay.in_dims if s > 1))
+        self.threads = tuple((n, s) for n, s in self.sizes if n != REGISTER)
+        self.size_token, self.thread_token = _intern(self.sizes), _intern(self.threads)
         self.has_register = REGISTER in lay.in_names
         self.declared = "_declared_bases" in lay.__dict__
         self.error = False
@@ -325,18 +364,18 @@ def decide(na: NormalForm, nb: NormalForm):
     """``(verdict, method)`` proved on the normal forms, or ``None`` (see the module docstring).
     The logical dims and kinds must already agree."""
     ka = na.key
-    if ka is not None and (ka is nb.key or ka == nb.key):
-        return "equal", ka[0]
+    if ka is not None and ka is nb.key:  # interned: equal keys are one object
+        return "equal", na.mode
     mode = na.mode
     if mode is not None and mode == nb.mode:  # both F2 (declared or without digits), or both radix
         if mode == "radix":
             return _decide_radix(na, nb, na.part, nb.part)
         fa, fb = na.part, nb.part  # _decide_f2 inlined (the keys were compared above)
-        if fa.span != fb.span:
+        if fa.span is not fb.span:
             return "different_tensors", "f2"
-        if not (na.has_register or nb.has_register) or na.threads != nb.threads:
+        if not (na.has_register or nb.has_register) or na.thread_token is not nb.thread_token:
             return "not_equal", "f2"
-        if fa.reg != fb.reg or fa.tred != fb.tred:
+        if fa.reg is not fb.reg or fa.tred is not fb.tred:
             return "not_equal", "f2"
         return "equal_up_to_register_order", "f2"
     if na.declared and nb.declared:
@@ -356,13 +395,13 @@ def decide(na: NormalForm, nb: NormalForm):
 def _decide_f2(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
     if fa is None or fb is None or na.error or nb.error:
         return None
-    if fa.key is fb.key or fa.key == fb.key:
+    if fa.key is fb.key:
         return "equal", "f2"
-    if fa.span != fb.span:
+    if fa.span is not fb.span:
         return "different_tensors", "f2"
-    if not (na.has_register or nb.has_register) or na.threads != nb.threads:
+    if not (na.has_register or nb.has_register) or na.thread_token is not nb.thread_token:
         return "not_equal", "f2"
-    if fa.reg != fb.reg or fa.tred != fb.tred:
+    if fa.reg is not fb.reg or fa.tred is not fb.tred:
         return "not_equal", "f2"
     return "equal_up_to_register_order", "f2"
 
@@ -372,12 +411,12 @@ def _decide_radix(na: NormalForm, nb: NormalForm, ra: RadixPart, rb: RadixPart):
         return None  # overlapping digits: the strategy compares bitmaps
     if ra.image != rb.image:
         return "different_tensors", "radix"
-    if ra.key is rb.key or ra.key == rb.key:  # (the layouts' keys may be of other parts)
+    if ra.key is rb.key:  # (the layouts' keys may be of other parts)
         return "equal", "radix"
-    if na.sizes == nb.sizes and not _chains_combine(ra, rb, na.sizes) and not _differ_at_a_cut(ra, rb, na.sizes):
+    if na.size_token is nb.size_token and not _chains_combine(ra, rb, na.sizes) and not _differ_at_a_cut(ra, rb, na.sizes):
         return None  # no common chain and no difference at a place value: left to the strategies
     # not pointwise equal: the keys differ (different sizes, or different coalesced forms)
-    if not (na.has_register or nb.has_register) or na.threads != nb.threads:
+    if not (na.has_register or nb.has_register) or na.thread_token is not nb.thread_token:
         return "not_equal", "radix"
     if ra.q is None or rb.q is None:
         return None

@@ -44,8 +44,11 @@ class Result:
     """
 
     # defaults on the class: a result is built with a few attribute stores (compare answers many
-    # pairs in about a microsecond each)
+    # pairs in well under a microsecond each). ``seconds`` is the wall time compare spent; a
+    # verdict read off two normal forms that were already built (a few comparisons) is not timed
+    # and keeps 0.0.
     _witness = _reason = _build = _details = None
+    seconds = 0.0
 
     def __init__(self, verdict: str, method: str, witness: dict | None, seconds: float, reason: str,
                  details: dict | None = None):
@@ -106,7 +109,10 @@ class Result:
     def reason(self) -> str:
         if self._build is not None:
             self._force()
-        return self._reason
+        reason = self._reason
+        if reason is None and self.verdict == "equal":  # proved on normal forms: said on first read
+            reason = self._reason = _EQUAL_REASON.get(self.method)
+        return reason
 
     @reason.setter
     def reason(self, value) -> None:
@@ -145,6 +151,10 @@ def _jsonable(x):
     if isinstance(x, np.integer):
         return int(x)
     return x
+
+
+_EQUAL_REASON = {"f2": "every hardware location holds the same element (identical F2 bases)",
+                 "radix": "every hardware location holds the same element (identical mixed-radix digit strides)"}
 
 
 # ---------------------------------------------------------------------------------------------
