@@ -119,10 +119,12 @@ def check_options(framework: str, options: dict) -> None:
 
 #: Parsed layouts kept by :func:`parse_spec` (least recently used dropped first).
 PARSE_CACHE_SIZE = 4096
-#: Layouts with more hardware locations than this are not cached (their parse is cheap next
-#: to proving anything about them, and they may carry large derived tables).
+#: Layouts with more hardware locations than this count as large: they may come to carry large
+#: derived tables (``Layout.table``), so fewer of them are kept, in their own LRU.
 PARSE_CACHE_MAX_LOCATIONS = 1 << 20
+PARSE_CACHE_LARGE_SIZE = 16
 _PARSE_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
+_LARGE_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
 _CACHE_STATS = {"hits": 0, "misses": 0}
 _CACHE_LOCK = threading.Lock()
 
@@ -149,24 +151,28 @@ def parse_spec(spec: str, shape=None, **options):
     key = _cache_key(fw, text, shape, options)
     if key is not None:
         with _CACHE_LOCK:
-            hit = _PARSE_CACHE.get(key)
-            if hit is not None:
-                _PARSE_CACHE.move_to_end(key)
-                _CACHE_STATS["hits"] += 1
-                return hit
+            for cache in (_PARSE_CACHE, _LARGE_CACHE):
+                hit = cache.get(key)
+                if hit is not None:
+                    cache.move_to_end(key)
+                    _CACHE_STATS["hits"] += 1
+                    return hit
             _CACHE_STATS["misses"] += 1
     lay = adapter(fw).parse(text, shape=shape, **options)
-    if key is not None and lay.in_size() <= PARSE_CACHE_MAX_LOCATIONS:
+    if key is not None:
+        large = lay.in_size() > PARSE_CACHE_MAX_LOCATIONS
+        cache, size = (_LARGE_CACHE, PARSE_CACHE_LARGE_SIZE) if large else (_PARSE_CACHE, PARSE_CACHE_SIZE)
         with _CACHE_LOCK:
-            _PARSE_CACHE[key] = lay
-            if len(_PARSE_CACHE) > PARSE_CACHE_SIZE:
-                _PARSE_CACHE.popitem(last=False)
+            cache[key] = lay
+            if len(cache) > size:
+                cache.popitem(last=False)
     return lay
 
 
 def clear_parse_cache() -> None:
     with _CACHE_LOCK:
         _PARSE_CACHE.clear()
+        _LARGE_CACHE.clear()
 
 
 def parse_shape(text: str | None):

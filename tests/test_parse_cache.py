@@ -37,3 +37,17 @@ def test_errors_are_not_cached():
     for _ in range(2):
         with pytest.raises(LayoutError):
             adapters.parse_spec("triton:#ttg.blocked<{sizePerThread = [1, 4]}>", shape=(64, 64))
+
+
+def test_large_layouts_are_cached_in_a_bounded_lru_of_their_own(monkeypatch):
+    big = "cute:(2048,1024):(1024,1)"  # 2^21 locations: above PARSE_CACHE_MAX_LOCATIONS
+    adapters.clear_parse_cache()
+    a = adapters.parse_spec(big)
+    assert a.in_size() > adapters.PARSE_CACHE_MAX_LOCATIONS
+    assert adapters.parse_spec(big) is a
+    monkeypatch.setattr(adapters, "PARSE_CACHE_LARGE_SIZE", 2)
+    others = [adapters.parse_spec(t) for t in ("cute:(2048,1024):(1,2048)", "cute:(1024,2048):(1,1024)")]
+    assert adapters.parse_spec("cute:(1024,2048):(1,1024)") is others[-1]
+    assert adapters.parse_spec(big) is not a  # the oldest large entry went
+    small = adapters.parse_spec(BLOCKED, shape=(64, 64))
+    assert adapters.parse_spec(BLOCKED, shape=(64, 64)) is small  # small layouts keep their own LRU
