@@ -31,7 +31,8 @@ full strategy, re-checked on both layouts) on first access, which is not timed h
 verdict itself is proved when ``compare`` returns. Every peer answers a bare boolean.
 
 Every peer's verdict (equal or not) is cross-checked against ours. Times are medians of
-repetitions (wall clock, ``perf_counter``); peak memory is ``tracemalloc``'s peak over one run
+repetitions (wall clock, ``perf_counter``; a call under 20 µs is timed in batches of calls, for
+ours and the peers alike); peak memory is ``tracemalloc``'s peak over one run
 (Python allocations, numpy included; the C++ allocations of Triton and ISL are not seen).
 
 Usage::
@@ -407,13 +408,31 @@ def tilus_cases(sizes):
 
 
 # -- measuring ------------------------------------------------------------------------------------
+#: a sample lasts at least this long: a call shorter than it is timed in a batch of calls
+MIN_SAMPLE_S = 20e-6
+
+
 def _median_time(fn, budget_s: float, max_reps: int) -> float:
+    """Median seconds per call of ``fn``. Calls under :data:`MIN_SAMPLE_S` are timed in batches
+    (as ``timeit`` does), so that the clock's own cost and resolution do not swamp
+    sub-microsecond answers; ours and every peer's are measured the same way."""
+    t0 = time.perf_counter()
+    fn()
+    once = time.perf_counter() - t0
+    batch = 1 if once >= MIN_SAMPLE_S else max(1, int(MIN_SAMPLE_S / max(once, 1e-8)))
+    if batch > 1:  # calibrate on a real batch (the first call may have paid for warming up)
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            fn()
+        per = (time.perf_counter() - t0) / batch
+        batch = max(1, int(MIN_SAMPLE_S / max(per, 1e-9)))
     times = []
     t_end = time.perf_counter() + budget_s
     while len(times) < max_reps and (len(times) < 3 or time.perf_counter() < t_end):
         t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
+        for _ in range(batch):
+            fn()
+        times.append((time.perf_counter() - t0) / batch)
         if times[-1] > budget_s:
             break
     return statistics.median(times)
