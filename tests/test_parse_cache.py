@@ -51,3 +51,32 @@ def test_large_layouts_are_cached_in_a_bounded_lru_of_their_own(monkeypatch):
     assert adapters.parse_spec(big) is not a  # the oldest large entry went
     small = adapters.parse_spec(BLOCKED, shape=(64, 64))
     assert adapters.parse_spec(BLOCKED, shape=(64, 64)) is small  # small layouts keep their own LRU
+
+
+@pytest.mark.parametrize("spec_a,spec_b,shape", [
+    ("cute:(12,20):(20,1)", "cute:(12,20):(1,12)", None),
+    ("tilus:local(2,3).spatial(4,8)", "tilus:spatial(4,8).local(2,3)", None),
+    (BLOCKED, BLOCKED.replace("[4, 8]", "[8, 4]"), (64, 64)),
+])
+@pytest.mark.parametrize("method", ["auto", "radix", "table", "z3"])
+def test_layouts_are_freed_once_no_cache_holds_them(spec_a, spec_b, shape, method):
+    # every per-layout memo (normal forms, digit forms, F2 data, solver terms) is keyed weakly by
+    # the layout: none may keep it alive (a digit form holding its layout once leaked them all)
+    import gc
+    import weakref
+
+    from layoutverify.core.compare import compare
+    from layoutverify.core.errors import UnsupportedError
+    adapters.clear_parse_cache()
+    a, b = adapters.parse_spec(spec_a, shape=shape), adapters.parse_spec(spec_b, shape=shape)
+    try:
+        res = compare(a, b, method=method)
+        _ = res.witness, res.reason
+    except UnsupportedError:  # (radix on a pair without digit forms)
+        pass
+    refs = [weakref.ref(a), weakref.ref(b)]
+    del a, b
+    res = None
+    adapters.clear_parse_cache()
+    gc.collect()
+    assert [r() for r in refs] == [None, None]

@@ -119,9 +119,7 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
         # (``seconds`` stays 0.0, see Result); this is the hot path of sweeps and the service
         ka = na.key
         if ka is not None and ka is nb.key:  # one interned key: the same map
-            res = _new(Result)
-            res.verdict, res.method = "equal", na.mode
-            return res
+            return _new(na.equal)
         got = NF.decide(na, nb)
         if got is not None:
             res = _new(Result)

@@ -42,6 +42,7 @@ from layoutverify.core import radix as RADIX
 from layoutverify.core import table as TABLE
 from layoutverify.core.errors import LayoutError
 from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
+from layoutverify.core.result import EQUAL_ON_NORMAL_FORMS
 
 REGISTER = "register"
 _ATTR = "_compare_normal_form"  # the memo slot in the layout's __dict__ (like its cached properties; compare reads it as an attribute)
@@ -277,7 +278,7 @@ class NormalForm:
 
     __slots__ = ("layout", "head", "kind", "out_dims", "sizes", "threads", "size_token", "thread_token",
                  "has_register", "declared", "error",
-                 "_f2", "_radix", "key", "mode", "part", "__weakref__")
+                 "_f2", "_radix", "key", "mode", "part", "equal", "__weakref__")
 
     def __init__(self, lay: Layout):
         self.layout = weakref.ref(lay)
@@ -297,6 +298,8 @@ class NormalForm:
         self.part = None if part is None or self.error else part
         self.key = None if self.part is None else part.key
         self.mode = None if self.part is None else ("f2" if isinstance(part, F2Part) else "radix")
+        #: the result class of ``equal`` when the other layout has the same key
+        self.equal = None if self.part is None else EQUAL_ON_NORMAL_FORMS[self.mode]
 
     def _lay(self) -> Layout:
         return self.layout()

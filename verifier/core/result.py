@@ -153,6 +153,21 @@ def _jsonable(x):
     return x
 
 
+class EqualF2(Result):
+    """``equal`` proved on F2 normal forms: verdict and method are class attributes, so compare
+    answers with a single allocation (a fresh object: callers may set ``seconds`` on it)."""
+    verdict, method = "equal", "f2"
+
+
+class EqualRadix(Result):
+    """``equal`` proved on mixed-radix normal forms (see :class:`EqualF2`)."""
+    verdict, method = "equal", "radix"
+
+
+#: the result class of an ``equal`` read off two identical normal-form keys, by method
+EQUAL_ON_NORMAL_FORMS = {"f2": EqualF2, "radix": EqualRadix}
+
+
 _EQUAL_REASON = {"f2": "every hardware location holds the same element (identical F2 bases)",
                  "radix": "every hardware location holds the same element (identical mixed-radix digit strides)"}
 
