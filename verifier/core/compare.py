@@ -67,7 +67,7 @@ _clock = time.perf_counter
 
 
 from layoutverify.core.result import (  # noqa: F401  (re-exported: the public API of compare)
-    REGISTER, VERDICTS, Pair, Result, _jsonable, coverage_result, equal_result, eval_point, not_equal_result,
+    REGISTER, VERDICTS, EqualF2, Pair, Result, _jsonable, coverage_result, equal_result, eval_point, not_equal_result,
     reg_order_result, shape_mismatch)
 
 # the verdict builders under their former private names (older callers)
@@ -120,11 +120,10 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
         ka = na.key
         if ka is not None and ka is nb.key:  # one interned key: the same map
             return _new(na.equal)
-        got = NF.decide(na, nb)
-        if got is not None:
-            res = _new(Result)
-            res.verdict, res.method = got
-            if got[0] != "equal":  # the strategy builds the counterexample when asked
+        proved = NF.decide_other_keys(na, nb)  # a result class (verdict and method on the class)
+        if proved is not None:
+            res = _new(proved)
+            if proved.verdict != "equal":  # the strategy builds the counterexample when asked
                 res._build = (_strategy_result, a, b, timeout_ms)
             return res
     t0 = _clock()
@@ -136,17 +135,15 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
                 da = a.__dict__.get("_declared_bases")
                 if (da is not None and a.in_dims == b.in_dims and a.out_dims == b.out_dims
                         and da == b.__dict__.get("_declared_bases")):
-                    res = _new(Result)
-                    res.verdict, res.method = "equal", "f2"
+                    res = _new(EqualF2)
                     res.seconds = _clock() - t0
                     return res
                 na, nb = NF.of(a), NF.of(b)
             if na is not None and nb is not None and na.head is nb.head:  # interned: one object per value
-                got = NF.decide(na, nb)
-                if got is not None:
-                    res = _new(Result)
-                    res.verdict, res.method = got
-                    if got[0] != "equal":
+                proved = NF.decide(na, nb)
+                if proved is not None:
+                    res = _new(proved)
+                    if proved.verdict != "equal":
                         res._build = (_strategy_result, a, b, timeout_ms)
                     res.seconds = _clock() - t0
                     return res

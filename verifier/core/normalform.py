@@ -42,7 +42,8 @@ from layoutverify.core import radix as RADIX
 from layoutverify.core import table as TABLE
 from layoutverify.core.errors import LayoutError
 from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
-from layoutverify.core.result import EQUAL_ON_NORMAL_FORMS
+from layoutverify.core.result import (EQUAL_ON_NORMAL_FORMS, DifferentTensorsF2, DifferentTensorsRadix, EqualF2,
+                                      EqualRadix, NotEqualF2, NotEqualRadix, RegisterOrderF2, RegisterOrderRadix)
 
 REGISTER = "register"
 _ATTR = "_compare_normal_form"  # the memo slot in the layout's __dict__ (like its cached properties; compare reads it as an attribute)
@@ -364,23 +365,29 @@ def prepare(lay: Layout) -> Layout:
 
 # -- verdicts on normal forms -------------------------------------------------------------------------
 def decide(na: NormalForm, nb: NormalForm):
-    """``(verdict, method)`` proved on the normal forms, or ``None`` (see the module docstring).
+    """The result class (:mod:`layoutverify.core.result`: ``verdict`` and ``method`` as class
+    attributes) of the verdict proved on the normal forms, or ``None`` (see the module docstring).
     The logical dims and kinds must already agree."""
     ka = na.key
     if ka is not None and ka is nb.key:  # interned: equal keys are one object
-        return "equal", na.mode
+        return na.equal
+    return decide_other_keys(na, nb)
+
+
+def decide_other_keys(na: NormalForm, nb: NormalForm):
+    """:func:`decide` for two normal forms whose keys are not one object (the caller checked)."""
     mode = na.mode
     if mode is not None and mode == nb.mode:  # both F2 (declared or without digits), or both radix
         if mode == "radix":
             return _decide_radix(na, nb, na.part, nb.part)
         fa, fb = na.part, nb.part  # _decide_f2 inlined (the keys were compared above)
         if fa.span is not fb.span:
-            return "different_tensors", "f2"
+            return DifferentTensorsF2
         if not (na.has_register or nb.has_register) or na.thread_token is not nb.thread_token:
-            return "not_equal", "f2"
+            return NotEqualF2
         if fa.reg is not fb.reg or fa.tred is not fb.tred:
-            return "not_equal", "f2"
-        return "equal_up_to_register_order", "f2"
+            return NotEqualF2
+        return RegisterOrderF2
     if na.declared and nb.declared:
         return _decide_f2(na, nb, na.f2, nb.f2)
     ra, rb = na.radix, nb.radix
@@ -399,34 +406,34 @@ def _decide_f2(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
     if fa is None or fb is None or na.error or nb.error:
         return None
     if fa.key is fb.key:
-        return "equal", "f2"
+        return EqualF2
     if fa.span is not fb.span:
-        return "different_tensors", "f2"
+        return DifferentTensorsF2
     if not (na.has_register or nb.has_register) or na.thread_token is not nb.thread_token:
-        return "not_equal", "f2"
+        return NotEqualF2
     if fa.reg is not fb.reg or fa.tred is not fb.tred:
-        return "not_equal", "f2"
-    return "equal_up_to_register_order", "f2"
+        return NotEqualF2
+    return RegisterOrderF2
 
 
 def _decide_radix(na: NormalForm, nb: NormalForm, ra: RadixPart, rb: RadixPart):
     if ra.image is None or rb.image is None:
         return None  # overlapping digits: the strategy compares bitmaps
     if ra.image != rb.image:
-        return "different_tensors", "radix"
+        return DifferentTensorsRadix
     if ra.key is rb.key:  # (the layouts' keys may be of other parts)
-        return "equal", "radix"
+        return EqualRadix
     if na.size_token is nb.size_token and not _chains_combine(ra, rb, na.sizes) and not _differ_at_a_cut(ra, rb, na.sizes):
         return None  # no common chain and no difference at a place value: left to the strategies
     # not pointwise equal: the keys differ (different sizes, or different coalesced forms)
     if not (na.has_register or nb.has_register) or na.thread_token is not nb.thread_token:
-        return "not_equal", "radix"
+        return NotEqualRadix
     if ra.q is None or rb.q is None:
         return None
     if ra.q != rb.q:
-        return "not_equal", "radix"
+        return NotEqualRadix
     if not _chains_combine(ra, rb, na.threads):
         return None
     if ra.tkey == rb.tkey:
-        return "equal_up_to_register_order", "radix"
-    return "not_equal", "radix"
+        return RegisterOrderRadix
+    return NotEqualRadix

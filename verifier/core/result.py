@@ -153,15 +153,40 @@ def _jsonable(x):
     return x
 
 
+# Verdicts proved on normal forms (:mod:`layoutverify.core.normalform`): verdict and method are
+# class attributes, so compare answers with a single allocation (a fresh object each time:
+# callers may set ``seconds`` on it). The counterexample of a verdict other than ``equal`` is
+# deferred (see Result); ``normalform.decide`` answers with one of these classes.
 class EqualF2(Result):
-    """``equal`` proved on F2 normal forms: verdict and method are class attributes, so compare
-    answers with a single allocation (a fresh object: callers may set ``seconds`` on it)."""
     verdict, method = "equal", "f2"
 
 
 class EqualRadix(Result):
-    """``equal`` proved on mixed-radix normal forms (see :class:`EqualF2`)."""
     verdict, method = "equal", "radix"
+
+
+class NotEqualF2(Result):
+    verdict, method = "not_equal", "f2"
+
+
+class NotEqualRadix(Result):
+    verdict, method = "not_equal", "radix"
+
+
+class DifferentTensorsF2(Result):
+    verdict, method = "different_tensors", "f2"
+
+
+class DifferentTensorsRadix(Result):
+    verdict, method = "different_tensors", "radix"
+
+
+class RegisterOrderF2(Result):
+    verdict, method = "equal_up_to_register_order", "f2"
+
+
+class RegisterOrderRadix(Result):
+    verdict, method = "equal_up_to_register_order", "radix"
 
 
 #: the result class of an ``equal`` read off two identical normal-form keys, by method
