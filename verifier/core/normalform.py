@@ -15,7 +15,11 @@ derives from one layout alone is derived once (:func:`of`; :func:`prepare` does 
   ``(p, r r', s)``), the canonical image, the canonical register image ``Q`` and the coalesced
   thread digits;
 * the **key**: the map written out (F2 bases for declared layouts, else the coalesced digits,
-  else derived F2 bases), interned, so that equal keys prove equal layouts.
+  else derived F2 bases), so that equal keys prove equal layouts.
+
+The key, the logical head, the sizes and the F2 spans are *interned* (:func:`_intern`): while any
+normal form holds a value, it is held as one token, so two normal forms have equal parts iff they
+hold the same token, and a verdict is a few ``is`` tests.
 
 **Why coalesced digits decide.** The coalesced form of a digit-linear map is unique on any chain:
 refining a digit ``(p, r, s)`` at ``p r1`` gives ``(p, r1, s), (p r1, r / r1, s r1)``, which merge
