@@ -264,18 +264,16 @@ def _intern(value: tuple) -> _Token:
         token = None if ref is None else ref()
         if token is None:
             token = _Token(value)
-            _TOKENS[value] = weakref.ref(token, _forget(value))
+            _TOKENS[value] = weakref.KeyedRef(token, _forget, value)
         return token
 
 
-def _forget(value: tuple):
-    """The callback that drops ``value``'s entry when its token dies (and only that token's:
-    a newer token of the value keeps its entry)."""
-    def forget(ref: weakref.ref) -> None:
-        with _TOKENS_LOCK:
-            if _TOKENS.get(value) is ref:
-                del _TOKENS[value]
-    return forget
+def _forget(ref: weakref.KeyedRef) -> None:
+    """Drop the entry of a token that died (only its own: a newer token of the value keeps its
+    entry)."""
+    with _TOKENS_LOCK:
+        if _TOKENS.get(ref.key) is ref:
+            del _TOKENS[ref.key]
 
 
 class NormalForm:
