@@ -3,7 +3,8 @@
 CPU only, no Triton needed. Every expected value below is what the real Triton release returned
 (``GluonOpBuilder.to_linear_layout`` of the Triton 3.6.0, 3.7.1, 3.8.0 and 3.9.0 wheels from PyPI,
 run on the text and shape given; "rejects" = the release refused or aborted on it), and each case
-names the upstream change (triton-lang/triton PR and commit) that made the releases differ. Where
+names the upstream change (triton-lang/triton PR and commit) that made the releases differ.
+``test_recorded_values_are_what_each_release_returns`` asks each release again on every run. Where
 Triton's own test suite pins the value, that is cited too. The table of changes is in
 ``adapters/triton/__init__.py``; the differential sweeps (``test_triton_sweep.py`` etc.) compare
 with whichever release is installed.
@@ -205,3 +206,21 @@ def test_ctalayout_text_names_the_release_that_introduced_it():
     with pytest.raises(LayoutError, match=r"Triton 3\.6 writes .*warpsPerCTA.*3\.7 \(#8946\)"):
         parse("#ttg.amd_wmma<{version = 2, isTranspose = false, ctaLayout = {warp = [[1, 0]]}}>", shape=(64, 64),
               triton_version="3.6")
+
+
+def test_recorded_values_are_what_each_release_returns(triton_python):
+    """The values above are not trusted as written: each release named is asked again (its wheel
+    in its own interpreter, ``GluonOpBuilder.to_linear_layout``), and must return them."""
+    from layoutverify.adapters.triton.native import NativeError, native_many
+
+    releases = sorted({v for *_, expected in CASES for v in expected})
+    for release in releases:
+        cases = [(why, text, shape, expected[release]) for why, text, shape, expected in CASES if release in expected]
+        theirs = native_many([(text, shape) for _, text, shape, _ in cases], python=triton_python(release))
+        for (why, text, shape, want), got in zip(cases, theirs):
+            if want == REJECTS:
+                assert isinstance(got, NativeError), (release, why, got)
+            else:
+                assert not isinstance(got, NativeError), (release, why, got)
+                bases = {k: [list(b) for b in vs] for k, vs in got.f2_bases().items() if vs}
+                assert bases == want, (release, why)
