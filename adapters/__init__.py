@@ -125,6 +125,9 @@ PARSE_CACHE_MAX_LOCATIONS = 1 << 20
 PARSE_CACHE_LARGE_SIZE = 16
 _PARSE_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
 _LARGE_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
+#: (spec as written, shape) -> layout, for option-free calls on small layouts: a hit skips
+#: splitting, option checks and key building (emptied when full; never holds ``@FILE`` specs)
+_SPEC_HITS: "dict[tuple, object]" = {}
 _CACHE_STATS = {"hits": 0, "misses": 0}
 _CACHE_LOCK = threading.Lock()
 
@@ -146,6 +149,14 @@ def parse_spec(spec: str, shape=None, **options):
     object can serve every caller; ``@FILE`` specs are keyed by the file's text, so an edited
     file is parsed again. Errors are not cached.
     """
+    if not options:  # the spec exactly as a caller wrote it before: one dict look-up
+        try:
+            hit = _SPEC_HITS.get((spec, shape))
+        except TypeError:  # an unhashable shape (a list): the keyed path below normalises it
+            hit = None
+        if hit is not None:
+            _CACHE_STATS["hits"] += 1
+            return hit
     fw, text = split_spec(spec)
     check_options(fw, options)
     key = _cache_key(fw, text, shape, options)
@@ -166,6 +177,10 @@ def parse_spec(spec: str, shape=None, **options):
             cache[key] = lay
             if len(cache) > size:
                 cache.popitem(last=False)
+            if not options and not large and type(spec) is str and "@" not in spec:  # (files: keyed by content)
+                if len(_SPEC_HITS) >= PARSE_CACHE_SIZE:
+                    _SPEC_HITS.clear()
+                _SPEC_HITS[(spec, key[2])] = lay
     return lay
 
 
@@ -173,6 +188,7 @@ def clear_parse_cache() -> None:
     with _CACHE_LOCK:
         _PARSE_CACHE.clear()
         _LARGE_CACHE.clear()
+        _SPEC_HITS.clear()
 
 
 def parse_shape(text: str | None):

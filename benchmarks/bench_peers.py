@@ -23,7 +23,12 @@ Ours, two measurements:
   key, memoised on the immutable layout), outside the timed region. The same two objects are
   compared in every repetition, as each peer reuses its objects.
 * ``ours text`` (*cold*): parse cache emptied, then ``parse_spec`` of both texts, the normal forms
-  and ``compare``: everything from text. (*warm*, in the JSON: texts already parsed once.)
+  and ``compare``: everything from text; (*warm*): texts already parsed once.
+
+Text-to-verdict is set against the framework's own objects-to-verdict (Triton's, or pycute's)
+cold against cold and warm against warm: the ``triton`` peer repeats the same objects, so Triton's
+caches (MLIR attribute uniquing, the dialect's linear-layout cache) hit, which is its warm time;
+its cold time is taken in a fresh MLIR context per sample (see :func:`_triton_cold`).
 
 In both, a ``not_equal`` / ``different_tensors`` / ``equal_up_to_register_order`` verdict decided
 on the normal forms carries its counterexample *deferred*: ``Result.witness`` builds it (by the
@@ -77,6 +82,7 @@ class Case:
     spec_b: str
     shape: tuple | None
     peers: dict = field(default_factory=dict)  # peer name -> (build() -> objects, run(objects) -> bool)
+    cold: dict = field(default_factory=dict)   # framework -> sample() -> seconds, its caches empty
 
 
 def _blocked(spt, tpw, wpc, order):
@@ -120,6 +126,39 @@ def _triton_peer(make_a, make_b, shape):
         lb = b.to_linear_layout(objs[1]._to_ir(b), list(shape))
         return la == lb
     return build, run
+
+
+#: unrelated layouts a fresh context converts before the timed pair (see _triton_cold)
+def _warm_up_layouts(gl):
+    return (gl.BlockedLayout([2, 2], [2, 16], [2, 2], [0, 1]), gl.NVMMADistributedLayout([2, 0], [1, 4], [16, 8]),
+            gl.SwizzledSharedLayout(2, 2, 2, [0, 1]))
+
+
+def _triton_cold(make_a, make_b, shape):
+    """Triton's objects-to-verdict with its caches empty, as ``ours text (cold)`` has ours empty:
+    the MLIR context uniques attributes and the TritonGPU dialect keeps a cache of linear layouts,
+    so a repeated ``to_linear_layout`` of the same objects (the ``triton`` column) is Triton's warm
+    path. Each sample makes a fresh context and converts three unrelated layouts in it (the
+    one-time costs of a new context, not timed), then times: building the Gluon objects, both
+    ``to_linear_layout`` calls and the equality. ``sample()`` returns its seconds."""
+    b, gl = _gluon()
+    if b is None:
+        return None
+    from triton._C.libtriton import gluon_ir, ir
+
+    def sample() -> float:
+        ctx = ir.context()
+        ir.load_dialects(ctx)
+        bld = gluon_ir.GluonOpBuilder(ctx)
+        for w in _warm_up_layouts(gl):
+            bld.to_linear_layout(w._to_ir(bld), [32, 128])
+        t0 = time.perf_counter()
+        oa, ob = make_a(gl), make_b(gl)
+        equal = bld.to_linear_layout(oa._to_ir(bld), list(shape)) == bld.to_linear_layout(ob._to_ir(bld), list(shape))
+        t = time.perf_counter() - t0
+        del oa, ob, bld, ctx, equal
+        return t
+    return sample
 
 
 def _numpy_f2_peer(lay_a, lay_b):
@@ -359,6 +398,7 @@ def _triton_case(fam, shape, rel, ta, tb, ga, gb):
     tp = _triton_peer(ga, gb, shape)
     if tp:
         c.peers["triton"] = tp
+        c.cold = {"triton": _triton_cold(ga, gb, shape)}
     la = adapters.adapter("triton").parse(ta, shape=shape)
     lb = adapters.adapter("triton").parse(tb, shape=shape)
     npp = _numpy_f2_peer(la, lb)
@@ -408,6 +448,8 @@ def tilus_cases(sizes):
 
 
 # -- measuring ------------------------------------------------------------------------------------
+#: samples of a framework's cold objects-to-verdict (each in a fresh context: about 1.3 ms to make)
+COLD_REPS = 25
 #: a sample lasts at least this long: a call shorter than it is timed in a batch of calls
 MIN_SAMPLE_S = 20e-6
 
@@ -500,7 +542,23 @@ def run_case(c: Case, budget_s: float, max_reps: int) -> dict:
     best = min((p["s"] for p in row["peers"].values() if "s" in p), default=None)
     row["best_peer_s"] = best
     row["ratio_compare"] = row["ours_compare_s"] / best if best else None
-    row["ratio_text_cold"] = row["ours_text_cold_s"] / best if best else None
+    # text-to-verdict against the framework's own objects-to-verdict, warm against warm (repeated
+    # objects: its caches hit, as our parse cache does) and cold against cold (caches empty)
+    row["framework_cold_s"] = {}
+    for name, sample in c.cold.items():
+        if sample is not None and "s" in row["peers"].get(name, {}):
+            times = [sample() for _ in range(COLD_REPS)]
+            row["framework_cold_s"][name] = statistics.median(times)
+    own = [n for n in ("triton", "pycute") if "s" in row["peers"].get(n, {})]
+    row["framework"] = own[0] if own else None
+    if own:
+        warm = row["peers"][own[0]]["s"]
+        row["ratio_text_warm"] = row["ours_text_warm_s"] / warm
+        # pycute keeps no caches: its objects-to-verdict is the same every time
+        cold = warm if own[0] == "pycute" else row["framework_cold_s"].get(own[0])
+        row["ratio_text_cold"] = row["ours_text_cold_s"] / cold if cold else None
+    else:
+        row["ratio_text_warm"] = row["ratio_text_cold"] = None
     return row
 
 
@@ -508,23 +566,32 @@ def markdown(rows, meta) -> str:
     def ms(x):
         return "-" if x is None else (f"{x * 1e3:.3f}" if x < 0.01 else f"{x * 1e3:.1f}")
 
+    def ratio(x):
+        return "-" if x is None else f"{x:.2f}"
+
     peers = sorted({p for r in rows for p in r["peers"]})
     out = [f"# bench_peers ({meta['when']}, {meta['platform']}, {meta['note']})", "",
-           "Median wall time in ms; `ours cmp`: compare on pre-built layouts (built = parsed + normal form, "
+           "Median wall time in ms. `ours cmp`: compare on pre-built layouts (built = parsed + normal form, "
            "as the peers' objects are built before timing; not-equal witnesses deferred to first access); "
-           "`ours text`: parse both texts (cold cache) + normal forms + compare; `x best`: ours cmp / fastest peer. "
-           "Peak memory and witness build times in the JSON.", "",
-           "| family | size | pair | verdict (method) | ours cmp | ours text | "
-           + " | ".join(peers) + " | x best |",
-           "|" + "---|" * (6 + len(peers))]
+           "`x best`: ours cmp / fastest peer. `text cold` / `text warm`: parse both texts + normal forms + "
+           "compare, with the parse cache empty / holding both texts. The peer columns repeat the same objects, "
+           "so Triton's own caches (MLIR attribute uniquing, the dialect's linear-layout cache) hit there: that "
+           "is its warm time; `triton cold`: the same with its caches empty (a fresh context per sample, first "
+           "used on unrelated layouts). `x text`: ours text / the framework's own objects-to-verdict (Triton, or "
+           "pycute, which keeps no caches), cold against cold and warm against warm. Peak memory and witness "
+           "build times in the JSON.", "",
+           "| family | size | pair | verdict (method) | ours cmp | text cold | text warm | "
+           + " | ".join(peers) + " | triton cold | x best | x text cold | x text warm |",
+           "|" + "---|" * (11 + len(peers))]
     for r in rows:
         cells = []
         for p in peers:
             v = r["peers"].get(p)
             cells.append("-" if v is None else ("err" if "error" in v else ms(v["s"])))
-        ratio = "-" if r["ratio_compare"] is None else f"{r['ratio_compare']:.2f}"
         out.append(f"| {r['family']} | {r['size']} | {r['relation']} | {r['ours_verdict']} ({r['ours_method']}) | "
-                   f"{ms(r['ours_compare_s'])} | {ms(r['ours_text_cold_s'])} | " + " | ".join(cells) + f" | {ratio} |")
+                   f"{ms(r['ours_compare_s'])} | {ms(r['ours_text_cold_s'])} | {ms(r['ours_text_warm_s'])} | "
+                   + " | ".join(cells) + f" | {ms(r['framework_cold_s'].get('triton'))} | {ratio(r['ratio_compare'])} | "
+                   f"{ratio(r['ratio_text_cold'])} | {ratio(r['ratio_text_warm'])} |")
     mism = [m for r in rows for m in r["mismatches"]]
     out += ["", f"Verdict mismatches: {len(mism)}" + ("" if not mism else ": " + "; ".join(mism[:10]))]
     return "\n".join(out) + "\n"

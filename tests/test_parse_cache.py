@@ -80,3 +80,22 @@ def test_layouts_are_freed_once_no_cache_holds_them(spec_a, spec_b, shape, metho
     adapters.clear_parse_cache()
     gc.collect()
     assert [r() for r in refs] == [None, None]
+
+
+def test_repeated_specs_hit_without_reparsing_and_files_are_never_keyed_by_name(tmp_path, monkeypatch):
+    adapters.clear_parse_cache()
+    a = adapters.parse_spec(BLOCKED, shape=(64, 64))
+    calls = []
+    real = adapters.split_spec
+    monkeypatch.setattr(adapters, "split_spec", lambda s: calls.append(s) or real(s))
+    assert adapters.parse_spec(BLOCKED, shape=(64, 64)) is a and calls == []  # the spec as written
+    assert adapters.parse_spec(BLOCKED, shape=[64, 64]) is a and calls  # a list shape: the keyed path
+    assert adapters.parse_spec(BLOCKED, shape=(64, 64), triton_version="3.6") is not a  # options: keyed
+    f = tmp_path / "l.txt"
+    f.write_text("(4,8):(8,1)")
+    first = adapters.parse_spec(f"cute:@{f}")
+    f.write_text("(4,8):(1,4)")
+    assert adapters.parse_spec(f"cute:@{f}").table().tolist() != first.table().tolist()
+    assert not any("@" in spec for spec, _ in adapters._SPEC_HITS)
+    adapters.clear_parse_cache()
+    assert adapters.parse_spec(BLOCKED, shape=(64, 64)) is not a
