@@ -125,8 +125,9 @@ PARSE_CACHE_MAX_LOCATIONS = 1 << 20
 PARSE_CACHE_LARGE_SIZE = 16
 _PARSE_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
 _LARGE_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
-#: (spec as written, shape) -> layout, for option-free calls on small layouts: a hit skips
-#: splitting, option checks and key building (emptied when full; never holds ``@FILE`` specs)
+#: (spec as written, shape) -> layout, for option-free calls: a hit skips splitting, option checks
+#: and key building (emptied when full; never holds ``@FILE`` specs; a large layout leaves it when
+#: it leaves its LRU)
 _SPEC_HITS: "dict[tuple, object]" = {}
 _CACHE_STATS = {"hits": 0, "misses": 0}
 _CACHE_LOCK = threading.Lock()
@@ -176,8 +177,11 @@ def parse_spec(spec: str, shape=None, **options):
         with _CACHE_LOCK:
             cache[key] = lay
             if len(cache) > size:
-                cache.popitem(last=False)
-            if not options and not large and type(spec) is str and "@" not in spec:  # (files: keyed by content)
+                _, gone = cache.popitem(last=False)
+                if large:  # a large layout leaves every cache (a rare event: the scan is cheap)
+                    for k in [k for k, v in _SPEC_HITS.items() if v is gone]:
+                        del _SPEC_HITS[k]
+            if not options and type(spec) is str and "@" not in spec:  # (files: keyed by content)
                 if len(_SPEC_HITS) >= PARSE_CACHE_SIZE:
                     _SPEC_HITS.clear()
                 _SPEC_HITS[(spec, key[2])] = lay

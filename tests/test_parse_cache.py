@@ -48,7 +48,8 @@ def test_large_layouts_are_cached_in_a_bounded_lru_of_their_own(monkeypatch):
     monkeypatch.setattr(adapters, "PARSE_CACHE_LARGE_SIZE", 2)
     others = [adapters.parse_spec(t) for t in ("cute:(2048,1024):(1,2048)", "cute:(1024,2048):(1,1024)")]
     assert adapters.parse_spec("cute:(1024,2048):(1,1024)") is others[-1]
-    assert adapters.parse_spec(big) is not a  # the oldest large entry went
+    assert adapters.parse_spec(big) is not a  # the oldest large entry went (from every cache)
+    assert not any(v is a for v in adapters._SPEC_HITS.values())
     small = adapters.parse_spec(BLOCKED, shape=(64, 64))
     assert adapters.parse_spec(BLOCKED, shape=(64, 64)) is small  # small layouts keep their own LRU
 
