@@ -98,6 +98,10 @@ def is_int(x) -> bool:
 
 def leaves(x: IntTuple) -> list[int]:
     """The integers of an IntTuple in order (depth-first)."""
+    if type(x) is tuple and all(type(e) is int for e in x):  # flat, plain ints: the common case
+        return list(x)
+    if type(x) is int:
+        return [x]
     out: list[int] = []
     stack = [x]
     while stack:
@@ -275,6 +279,14 @@ class CuteLayout:
         if self.size() > MAX_EXTENT or self.cosize() > MAX_EXTENT:
             raise SizeLimitError(f"layout {self} has more than 2^48 elements or offsets")
 
+    @classmethod
+    def _valid(cls, shape: IntTuple, stride: IntTuple) -> "CuteLayout":
+        """A layout from parts already checked: a mode of a checked layout (its sizes and offsets
+        are within the whole layout's, so every check of ``__init__`` holds)."""
+        lay = object.__new__(cls)
+        lay.shape, lay.stride = shape, stride
+        return lay
+
     # -- structure ---------------------------------------------------------------------------
     def __eq__(self, other):
         return isinstance(other, CuteLayout) and self.shape == other.shape and self.stride == other.stride
@@ -299,7 +311,7 @@ class CuteLayout:
         if is_tuple(self.shape):
             if not 0 <= i < len(self.shape):
                 raise LayoutError(f"mode {i} of {self}: it has only {len(self.shape)} modes")
-            return CuteLayout(self.shape[i], self.stride[i])
+            return CuteLayout._valid(self.shape[i], self.stride[i])
         if i != 0:
             raise LayoutError(f"mode {i} of rank-1 layout {self}")
         return self
