@@ -235,3 +235,33 @@ def test_cli_show(cli_env):
                          capture_output=True, text=True, env=cli_env, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "offset" in out.stdout and "dim1=8" in out.stdout
+
+
+def test_flat_layout_shortcut_gives_the_interpreters_value_and_errors():
+    """``evaluate_text`` builds flat ``(s...):(d...)`` layouts directly; the parser and interpreter
+    must agree on every one (value, type of every leaf, and the error where there is one)."""
+    import random
+
+    from layoutverify.adapters.cute.interp import evaluate, evaluate_text
+    from layoutverify.adapters.cute.parser import parse_text as cute_parse_text
+
+    rng = random.Random(20261125)
+    texts = ["(4,8):(8,1)", " ( 4 , 8 ) : ( 1 , 4 ) ", "(3,5,7):(35,7,1)", "(2,0):(1,1)", "(4,8):(8,1,2)",
+             "(1,1):(0,0)", "(123456789,2):(1,123456789)", "(4,8):(08,1)", "(4,8):(_8,1)", "(4,8):(8,-1)"]
+    for _ in range(400):
+        n = rng.randint(2, 5)
+        shape = [rng.choice([0, 1, 2, 3, 4, 6, 8, 12, 16, 1 << rng.randint(0, 20)]) for _ in range(n)]
+        stride = [rng.choice([0, 1, 2, 5, 16, 1 << rng.randint(0, 30)]) for _ in range(n + rng.choice([0, 0, 0, 1]))]
+        sp = rng.choice(["", " ", "  "])
+        texts.append(f"({(',' + sp).join(map(str, shape))}){sp}:{sp}({','.join(map(str, stride))})")
+
+    def outcome(fn, text):
+        try:
+            v = fn(text)
+        except LayoutError as e:
+            return ("error", type(e).__name__, str(e))
+        return ("value", type(v).__name__, str(v), repr(v.shape), repr(v.stride),
+                [type(x).__name__ for x in (v.shape + v.stride)])
+
+    for text in texts:
+        assert outcome(evaluate_text, text) == outcome(lambda t: evaluate(cute_parse_text(t), t), text), text

@@ -636,9 +636,28 @@ def evaluate(node: Node, text: str, *, bits: int = 16, dynamic: bool | None = No
     return Interpreter(text, bits=bits, dynamic=dynamic).eval(node)
 
 
+#: ``(s0,s1,...):(d0,d1,...)`` with two or more plain integers a side (up to 9 digits each)
+_FLAT = re.compile(r"\(\s*((?:0|[1-9][0-9]{0,8})(?:\s*,\s*(?:0|[1-9][0-9]{0,8}))+)\s*\)"
+                   r"\s*:\s*\(\s*((?:0|[1-9][0-9]{0,8})(?:\s*,\s*(?:0|[1-9][0-9]{0,8}))+)\s*\)")
+
+
 def evaluate_text(text: str, *, bits: int = 16, dynamic: bool | None = None):
     """Parse and evaluate CuTe text into a value (layout, composed layout, TV layout, ...).
 
     ``dynamic``: whether bare integers are dynamic; default: when the text writes some static
-    integer as ``_N`` (CuTe C++'s print), see :func:`uses_cpp_integers`."""
+    integer as ``_N`` (CuTe C++'s print), see :func:`uses_cpp_integers`.
+
+    A flat ``(s0,s1,...):(d0,d1,...)`` of plain integers (static) is built directly; anything it
+    refuses, and everything else, goes through the parser and interpreter, whose value and error
+    messages it then is (``tests/test_cute_parser.py`` checks both give equal layouts)."""
+    if not dynamic:
+        m = _FLAT.fullmatch(text.strip()) if type(text) is str else None
+        if m is not None:
+            shape = tuple(int(v) for v in m.group(1).split(","))
+            stride = tuple(int(v) for v in m.group(2).split(","))
+            if len(shape) == len(stride):
+                try:
+                    return CuteLayout(shape, stride)
+                except LayoutError:
+                    pass  # the interpreter names the error
     return evaluate(parse_text(text), text, bits=bits, dynamic=dynamic)
