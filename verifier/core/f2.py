@@ -148,6 +148,9 @@ def compose(outer: Sequence[int], inner: Sequence[int]) -> list[int]:
 
 
 # -- packing logical coordinates -------------------------------------------------------------
+_PACKINGS: dict = {}
+
+
 class Packing:
     """Packs a logical coordinate tuple with power-of-two sizes into one int: ``dim0`` in the
     lowest bits, each dim taking ``log2(size)`` bits. Coordinates combine by XOR in F2 layouts,
@@ -172,6 +175,28 @@ class Packing:
         for c, sh in zip(coords, self.shifts):
             v |= int(c) << sh
         return v
+
+    def pack_all(self, vectors) -> list[int]:
+        """``[pack(v) for v in vectors]``, one expression per vector for one or two logical dims
+        (every vector has one coordinate per logical dim)."""
+        shifts = self.shifts
+        if len(shifts) == 2:
+            s1 = shifts[1]
+            return [int(a) | int(b) << s1 for a, b in vectors]
+        if len(shifts) == 1:
+            return [int(a) for (a,) in vectors]
+        return [self.pack(v) for v in vectors]
+
+    @classmethod
+    def of(cls, sizes: Sequence[int]) -> "Packing":
+        """The packing of ``sizes``, shared (packings are never changed once made)."""
+        key = tuple(sizes)
+        got = _PACKINGS.get(key)
+        if got is None:
+            if len(_PACKINGS) >= 1024:
+                _PACKINGS.clear()
+            got = _PACKINGS[key] = cls(key)
+        return got
 
     def unpack(self, v: int) -> list[int]:
         return [(v >> sh) & ((1 << b) - 1) for sh, b in zip(self.shifts, self.bits)]

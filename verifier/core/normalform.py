@@ -61,8 +61,8 @@ class _F2Data:
     __slots__ = ("packing", "bases", "_span", "_reg")
 
     def __init__(self, lay: Layout, f2bases: dict):
-        self.packing = F2.Packing(lay.out_sizes)
-        self.bases = {n: [self.packing.pack(v) for v in vs] for n, vs in f2bases.items()}
+        self.packing = packing = F2.Packing.of(lay.out_sizes)
+        self.bases = {n: packing.pack_all(vs) for n, vs in f2bases.items()}
         self._span = self._reg = None
 
     @property
