@@ -151,7 +151,10 @@ def _triton_cold(make_a, make_b, shape):
         ir.load_dialects(ctx)
         bld = gluon_ir.GluonOpBuilder(ctx)
         for w in _warm_up_layouts(gl):
-            bld.to_linear_layout(w._to_ir(bld), [32, 128])
+            try:
+                bld.to_linear_layout(w._to_ir(bld), [32, 128])
+            except Exception:  # noqa: BLE001 - a release without this layout: fewer warm-ups
+                pass
         t0 = time.perf_counter()
         oa, ob = make_a(gl), make_b(gl)
         equal = bld.to_linear_layout(oa._to_ir(bld), list(shape)) == bld.to_linear_layout(ob._to_ir(bld), list(shape))
