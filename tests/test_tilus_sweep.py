@@ -511,3 +511,39 @@ def test_flatten_is_tilus_own(text, start, end):
 def test_default_flatten_differs_from_the_docstring():
     assert list(T.build("flatten(local(2, 3, 4))").shape) == [6, 4]              # tilus 0.2.0's code
     assert list(T.build("flatten_documented(local(2, 3, 4))").shape) == [24]     # its docstring
+
+
+def test_chain_shortcut_gives_the_evaluators_models_and_errors():
+    """``build`` makes one-line ``local``/``spatial``/``column_*`` chains of plain integers
+    without the tokenizer and evaluator; on seeded random chains (odd spacing, trailing commas,
+    zeros, rank changes) both must give equal models, or the same error."""
+    import random
+
+    from layoutverify.adapters import tilus as T
+    from layoutverify.adapters.tilus import syntax
+    from layoutverify.core.errors import LayoutError as _LayoutError
+
+    rng = random.Random(20261125)
+    names = ["local", "spatial", "column_local", "column_spatial"]
+    texts = ["local(2)\n.spatial(4)", "local(2, 3) .spatial(4, 8)", "spatial(4,8,)", "local(0, 2)", "local()",
+             "local(2,3).spatial(4)", "local(1_0)", "local(08)", "local(2, ranks=[0])", "local(2) # x"]
+    for _ in range(500):
+        calls = []
+        for _ in range(rng.randint(1, 4)):
+            args = [rng.choice([0, 1, 2, 3, 4, 6, 8, 12, 16]) if rng.random() < 0.05 else rng.choice([1, 2, 3, 4, 6, 8, 12, 16])
+                    for _ in range(rng.randint(1, 3))]
+            sp = rng.choice(["", " ", "  "])
+            calls.append(f"{rng.choice(names)}({(',' + sp).join(map(str, args))}{rng.choice(['', ',']) if args else ''})")
+        texts.append(rng.choice([".", " . "]).join(calls))
+
+    def outcome(fn, text):
+        try:
+            return ("model", fn(text))
+        except _LayoutError as e:
+            return ("error", type(e).__name__, str(e))
+
+    shortcut = 0
+    for text in texts:
+        shortcut += T._chain(text) is not None
+        assert outcome(T.build, text) == outcome(lambda t: syntax.evaluate(t, T.OurBackend(t)), text), text
+    assert shortcut > 300  # the shortcut is taken, not bypassed

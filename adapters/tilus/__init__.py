@@ -155,9 +155,41 @@ def looks_like(text: str) -> bool:
     return bool(_SPEC_START.match(text.lstrip()))
 
 
+#: one call of a chain of register layouts with plain positive integer arguments
+_CHAIN_CALL = r"(local|spatial|column_local|column_spatial)[ \t]*\([ \t]*([1-9][0-9]{0,8}(?:[ \t]*,[ \t]*[1-9][0-9]{0,8})*)[ \t]*,?[ \t]*\)"
+_CHAIN = re.compile(rf"[ \t]*{_CHAIN_CALL}(?:[ \t]*\.[ \t]*{_CHAIN_CALL})*[ \t]*")
+_CHAIN_PART = re.compile(_CHAIN_CALL)
+_CHAIN_MAKERS = {"local": reg.local, "spatial": reg.spatial, "column_local": reg.column_local,
+                 "column_spatial": reg.column_spatial}
+
+
+def _chain(text: str):
+    """The model of ``local(2, 3).spatial(4, 8)``-style text (plain positive integers, one line),
+    built without the tokenizer and evaluator; ``None`` for anything else, or where a step
+    refuses (the evaluator then names the error where it is)."""
+    if type(text) is not str or len(text) > 400 or _CHAIN.fullmatch(text) is None:
+        return None  # (long texts: the evaluator's limits on tokens and chain length apply)
+    parts = list(_CHAIN_PART.finditer(text))
+    if len(parts) > min(8, syntax.MAX_CHAIN):
+        return None
+    try:
+        value = None
+        for m in parts:
+            step = _CHAIN_MAKERS[m.group(1)](*(int(v) for v in m.group(2).split(",")))
+            value = step if value is None else reg.compose(value, step)
+        return value
+    except LayoutError:
+        return None
+
+
 def build(text: str):
     """Our model of ``text``: a :class:`~layoutverify.adapters.tilus.register.RegisterModes` or
-    :class:`~layoutverify.adapters.tilus.shared.SharedModes`."""
+    :class:`~layoutverify.adapters.tilus.shared.SharedModes`. A one-line chain of ``local`` /
+    ``spatial`` / ``column_local`` / ``column_spatial`` with plain integers is built directly
+    (``tests/test_tilus_sweep.py`` holds it to the evaluator's models and errors)."""
+    value = _chain(text)
+    if value is not None:
+        return value
     value = syntax.evaluate(text, OurBackend(text))
     if not isinstance(value, (reg.RegisterModes, sh.SharedModes)):
         raise LayoutError(f"{text[:60]!r} is not a layout (it evaluates to a {type(value).__name__})")
