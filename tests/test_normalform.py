@@ -195,7 +195,10 @@ def test_equal_values_share_one_token_while_any_normal_form_holds_it():
     del x, y
     adapters.clear_parse_cache()
     gc.collect()
-    assert value not in NF._TOKENS  # no normal form holds it: the entry went with the last one
+    ref = NF._TOKENS.get(value)
+    assert ref is None or ref() is None  # no normal form holds it: the token died with the last one
+    NF._purge()
+    assert value not in NF._TOKENS  # ... and a sweep drops its entry
     z = C.prepare(adapters.adapter("cute").parse("(12,20):(20,1)"))
     w = adapters.adapter("cute").parse("(12,20):(1,12)")
     assert C.compare(z, C.prepare(adapters.adapter("cute").parse("((3,4),20):((20,60),1)"))).verdict == "equal"
@@ -210,3 +213,15 @@ def test_equal_values_share_one_token_while_any_normal_form_holds_it():
     for t in threads:
         t.join()
     assert all(all(a is b for a, b in zip(got[0], g)) for g in got[1:])
+
+def test_token_table_stays_within_twice_its_live_size(monkeypatch):
+    import gc
+    monkeypatch.setattr(NF, "_PURGE_AT", [64])
+    NF._purge()
+    monkeypatch.setattr(NF, "_PURGE_AT", [max(64, 2 * len(NF._TOKENS))])
+    keep = [NF._intern(("kept", i)) for i in range(10)]
+    for i in range(1000):  # tokens that die at once
+        NF._intern(("gone", i))
+    gc.collect()
+    assert len(NF._TOKENS) <= max(64, NF._PURGE_AT[0]) + 1
+    assert all(NF._intern(("kept", i)) is keep[i] for i in range(10))

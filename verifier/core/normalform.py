@@ -246,11 +246,12 @@ class _Token:
         return f"_Token({self.value!r})"
 
 
-#: value -> weak reference to its one live token; the entry goes with the token
+#: value -> weak reference to its one live token. A token's death costs nothing (no callback):
+#: entries of dead tokens stay until the table reaches ``_PURGE_AT`` entries, when they are swept
+#: out (and the mark moves to twice the live entries), so the table stays within twice its live size
 _TOKENS: "dict[tuple, weakref.ref]" = {}
-#: two threads interning one value must get one token; reentrant, because a token can die (and
-#: its callback run) in a garbage collection that starts inside the locked region
-_TOKENS_LOCK = threading.RLock()
+_PURGE_AT = [1 << 16]
+_TOKENS_LOCK = threading.Lock()  # two threads interning one value must get one token
 
 
 def _intern(value: tuple) -> _Token:
@@ -263,17 +264,18 @@ def _intern(value: tuple) -> _Token:
         ref = _TOKENS.get(value)
         token = None if ref is None else ref()
         if token is None:
+            if len(_TOKENS) >= _PURGE_AT[0]:
+                _purge()
             token = _Token(value)
-            _TOKENS[value] = weakref.KeyedRef(token, _forget, value)
+            _TOKENS[value] = weakref.ref(token)
         return token
 
 
-def _forget(ref: weakref.KeyedRef) -> None:
-    """Drop the entry of a token that died (only its own: a newer token of the value keeps its
-    entry)."""
-    with _TOKENS_LOCK:
-        if _TOKENS.get(ref.key) is ref:
-            del _TOKENS[ref.key]
+def _purge() -> None:
+    """Drop the entries of dead tokens (the caller holds the lock)."""
+    for value in [v for v, ref in _TOKENS.items() if ref() is None]:
+        del _TOKENS[value]
+    _PURGE_AT[0] = max(1 << 16, 2 * len(_TOKENS))
 
 
 class NormalForm:
