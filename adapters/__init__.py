@@ -67,12 +67,19 @@ def split_spec(spec: str) -> tuple[str, str]:
     return fw, text.strip()
 
 
+_LOADED: dict = {}  # module name -> the imported adapter module
+
+
 def adapter(framework: str):
     mod = FRAMEWORKS.get(framework)
+    got = _LOADED.get(mod)
+    if got is not None:
+        return got
     if mod is None:
         raise LayoutError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
     try:
-        return importlib.import_module(mod)
+        got = _LOADED[mod] = importlib.import_module(mod)
+        return got
     except ModuleNotFoundError as e:
         if e.name == mod:
             raise LayoutError(f"the {framework} adapter is not available in this build") from None
@@ -98,6 +105,8 @@ _STR_OPTIONS = ("triton_version", "element_type", "dtype", "as", "as_")
 def check_options(framework: str, options: dict) -> None:
     """Refuse option names ``framework``'s adapter does not read and values of the wrong type or
     range (``warp_size`` a power of two up to 1024; widths and counts positive integers)."""
+    if not options:
+        return
     known = OPTIONS.get(framework)
     if known is not None:
         unknown = sorted(set(options) - set(known))
