@@ -384,14 +384,7 @@ def decide_other_keys(na: NormalForm, nb: NormalForm):
     if mode is not None and mode == nb.mode:  # both F2 (declared or without digits), or both radix
         if mode == "radix":
             return _decide_radix(na, nb, na.part, nb.part)
-        fa, fb = na.part, nb.part  # _decide_f2 inlined (the keys were compared above)
-        if fa.span is not fb.span:
-            return DifferentTensorsF2
-        if not (na.has_register or nb.has_register) or na.thread_token is not nb.thread_token:
-            return NotEqualF2
-        if fa.reg is not fb.reg or fa.tred is not fb.tred:
-            return NotEqualF2
-        return RegisterOrderF2
+        return _f2_verdict(na, nb, na.part, nb.part)  # (the keys were compared by the caller)
     if na.declared and nb.declared:
         return _decide_f2(na, nb, na.f2, nb.f2)
     ra, rb = na.radix, nb.radix
@@ -411,6 +404,11 @@ def _decide_f2(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
         return None
     if fa.key is fb.key:
         return EqualF2
+    return _f2_verdict(na, nb, fa, fb)
+
+
+def _f2_verdict(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
+    """The verdict on two F2 parts of different keys: their images, then per-thread sets."""
     if fa.span is not fb.span:
         return DifferentTensorsF2
     if not (na.has_register or nb.has_register) or na.thread_token is not nb.thread_token:
