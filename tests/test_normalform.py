@@ -225,3 +225,45 @@ def test_token_table_stays_within_twice_its_live_size(monkeypatch):
     gc.collect()
     assert len(NF._TOKENS) <= max(64, NF._PURGE_AT[0]) + 1
     assert all(NF._intern(("kept", i)) is keep[i] for i in range(10))
+
+
+def test_f2_spans_read_off_unit_and_full_rank_bases_are_those_of_the_elimination():
+    """The short cuts of ``F2Part`` (bases that are each 0 or one logical bit; a span of every
+    bit) against the plain elimination: the same canonical span, register span and reduced
+    thread bases, token for token."""
+    rng = random.Random(31)
+    seen = {"unit": 0, "full": 0, "other": 0}
+    for _ in range(600):
+        shape = [1 << rng.randint(0, 4), 1 << rng.randint(0, 4)]
+        bits = shape[0].bit_length() + shape[1].bit_length() - 2
+        style = rng.choice(["unit", "full", "other"])
+        order = list(range(bits))
+        rng.shuffle(order)
+        bases = {}
+        for dim in ("register", "lane", "warp"):
+            vecs = []
+            for _ in range(rng.randint(0, 3)):
+                if style == "unit" or not bits:
+                    v = 0 if (not bits or rng.random() < 0.2) else 1 << rng.randrange(bits)
+                elif style == "full" and order:
+                    v = 1 << order.pop()
+                    v ^= rng.getrandbits(bits) & ((v << 1) - 1) & ~v  # lower bits mixed in: still full rank
+                else:
+                    v = rng.getrandbits(bits)
+                vecs.append(v)
+            bases[dim] = vecs
+        if style == "full":
+            bases["warp"] += [1 << b for b in order]  # whatever is left: every bit reached
+        lo = shape[0].bit_length() - 1
+        unpacked = {k: [(v & (shape[0] - 1), v >> lo) for v in vs] for k, vs in bases.items()}
+        lay = Layout.from_bases(unpacked, shape)
+        nf = NF.of(lay)
+        part, b = nf.f2, NF.f2_data(lay).bases
+        reg_rows = NF._echelon(b.get("register", ()))
+        span = tuple(NF._rref(NF._echelon((v for n, vs in b.items() if n != "register" for v in vs), reg_rows)))
+        reg = NF._rref(reg_rows)
+        tred = tuple((n, tuple(NF._reduce(v, reg) for v in b.get(n, ()))) for n, _ in nf.threads)
+        assert (part.span.value, part.reg.value, part.tred.value) == (span, tuple(reg), tred), unpacked
+        unit = all(v & (v - 1) == 0 for vs in b.values() for v in vs)
+        seen["unit" if unit else "full" if len(span) == bits and bits else "other"] += 1
+    assert min(seen.values()) >= 50, seen

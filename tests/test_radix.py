@@ -71,9 +71,20 @@ def random_digit_layout(rng, shape=None, regs=None):
 
 
 def mode_layout(recipe, form="modes"):
+    """The recipe's layout made three ways: ``modes`` (:meth:`Layout.from_modes`), ``digits``
+    (:meth:`Layout.from_digits`: the normal form read off the digits) or ``expr`` (expressions
+    written otherwise, read back by the expression analysis)."""
     in_dims, shape, modes, offset = recipe
     if form == "modes":
         return Layout.from_modes(in_dims, shape, modes, offset={"dim0": offset[0], "dim1": offset[1]})
+    if form == "digits":
+        digits = []
+        for k, ms in modes.items():
+            place = 1
+            for size, strides in ms:  # fastest first
+                digits.append((k, place, size, strides))
+                place *= size
+        return Layout.from_digits(in_dims, shape, digits, offset=offset)
     return mixed_radix_expr(in_dims, shape, modes, offset)
 
 
@@ -112,8 +123,11 @@ def pairs(seed, count):
         ra = random_digit_layout(rng)
         kind, rb = mutate(rng, ra)
         form = "expr" if kind == "form" or rng.random() < 0.3 else "modes"
+        # every third pair made from digits (by count, not by a draw: the seeded pairs stay as they were)
+        if form == "modes" and len(out) % 3 == 1:
+            form = "digits"
         try:
-            a, b = mode_layout(ra), mode_layout(rb, form)
+            a, b = mode_layout(ra, "digits" if len(out) % 3 == 2 else "modes"), mode_layout(rb, form)
             a.check_in_range()
             b.check_in_range()
         except LayoutError:
@@ -250,3 +264,55 @@ def test_table_memory_and_agreement_at_4m_locations():
     assert w["a"] == Pair(a, b).evaluate("a", w["hardware"]) != w["b"] == Pair(a, b).evaluate("b", w["hardware"])
     assert compare(a, b).verdict == "not_equal"
     assert peak < 150 * 2**20, peak
+
+
+def test_digit_form_of_declared_digits_is_the_one_read_off_the_expressions():
+    """``DigitForm.of_digits`` (a layout made from digits) against the expression analysis of the
+    same layout's expressions, and the expressions against the modes' table."""
+    rng = random.Random(23)
+    n = 0
+    while n < 300:
+        recipe = random_digit_layout(rng)
+        lay = mode_layout(recipe, "digits")
+        assert lay.__dict__["_exprs"] is None  # expressions are built on first use only
+        fast = RADIX.DigitForm.of_digits(lay, lay.__dict__["_declared_digits"])
+        slow = RADIX.DigitForm(lay, RADIX._forms(lay))
+        assert (fast.offset, fast.windows, fast.cuts) == (slow.offset, slow.windows, slow.cuts)
+        assert fast.own_digits() == slow.own_digits()
+        if max(recipe[1]) <= 64:
+            assert np.array_equal(lay.table(), mode_layout(recipe, "modes").table())
+        n += 1
+
+
+@pytest.mark.parametrize("digits,needle", [
+    ([("thread", 1, 2, [1])], "unknown hardware dim 'thread'"),
+    ([("lane", 1, 3, [1])], "does not divide the size 8"),
+    ([("lane", 0, 2, [1])], "positive integers"),
+    ([("lane", 1, True, [1])], "positive integers"),
+    ([("lane", 1, 2, [1, 2])], "strides must be 1 non-negative"),
+    ([("lane", 1, 2, [-1])], "strides must be 1 non-negative"),
+    ([("lane", 1)], "a digit is (in_dim, place, radix, strides)"),
+])
+def test_from_digits_names_what_is_wrong(digits, needle):
+    with pytest.raises(LayoutError) as e:
+        Layout.from_digits([("lane", 8)], [8], digits)
+    assert needle in str(e.value)
+
+
+def test_from_digits_layout_survives_pickling_and_rebuilds_its_forms():
+    import pickle
+    lay = Layout.from_digits([("register", 4), ("lane", 6)], [6, 4], [("register", 1, 4, [0, 1]), ("lane", 1, 6, [1, 0])])
+    other = Layout.from_digits([("register", 4), ("lane", 6)], [6, 4], [("register", 1, 2, [0, 1]),
+                                                                          ("register", 2, 2, [0, 2]),
+                                                                          ("lane", 1, 6, [1, 0])])
+    assert compare(lay, other).verdict == "equal"   # digits refined differently: one map
+    RADIX.digit_form(lay)
+    back = pickle.loads(pickle.dumps(lay))
+    assert back.__dict__.get(RADIX._SLOT) is None   # the digit form is dropped, not carried
+    assert RADIX.digit_form(back).own_digits() == RADIX.digit_form(lay).own_digits()
+    assert np.array_equal(back.table(), lay.table())
+    swapped = Layout.from_digits([("register", 4), ("lane", 6)], [6, 4], [("register", 1, 4, [0, 1]),
+                                                                            ("lane", 1, 2, [3, 0]), ("lane", 2, 3, [1, 0])])
+    res = compare(back, swapped)
+    assert res.verdict == "not_equal"
+    check_witness(back, swapped, res)

@@ -206,7 +206,7 @@ def _decide(pair: Pair, method: str, timeout_ms: int, smt2: str | None) -> Resul
 
 
 # -- F2 ---------------------------------------------------------------------------------------
-_F2Data, _F2_CACHE, _f2_data = NF._F2Data, NF._F2_CACHE, NF.f2_data  # (moved to normalform)
+_F2Data, _f2_data = NF._F2Data, NF.f2_data  # (moved to normalform)
 
 
 def compare_f2(pair: Pair) -> Result:

@@ -156,7 +156,7 @@ class Packing:
     lowest bits, each dim taking ``log2(size)`` bits. Coordinates combine by XOR in F2 layouts,
     so the packing is a linear isomorphism."""
 
-    __slots__ = ("bits", "shifts")
+    __slots__ = ("bits", "shifts", "full")
 
     def __init__(self, sizes: Sequence[int]):
         self.bits = [max(0, int(s) - 1).bit_length() for s in sizes]
@@ -165,6 +165,8 @@ class Packing:
         for b in self.bits:
             self.shifts.append(sh)
             sh += b
+        #: every logical bit set (the packed value of the whole space's top corner)
+        self.full = (1 << sh) - 1
 
     @property
     def width(self) -> int:

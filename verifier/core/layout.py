@@ -23,7 +23,6 @@ import hashlib
 import json
 import math
 import numbers
-from functools import cached_property
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -39,6 +38,27 @@ MAX_TABLE_LOCATIONS = 1 << 24
 
 REGISTER_DIMS = ("register", "lane", "warp", "block")
 MEMORY_DIMS = ("offset", "block")
+
+
+class memo_property:
+    """A value computed on first access and kept in the instance's ``__dict__`` (later reads
+    never reach this descriptor). ``functools.cached_property`` without its lock: a layout is
+    immutable, so two threads that race compute equal values, and the lock cost a microsecond
+    on every first access of every new layout."""
+
+    def __init__(self, func):
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.func(obj)
+        return value
 
 
 def is_pow2(n: int) -> bool:
@@ -128,28 +148,33 @@ class Layout:
     @property
     def exprs(self) -> tuple[E.Expr, ...]:
         """One expression per logical dim over the hardware dims (built on first use for
-        layouts made from F2 bases, which compare and fingerprint without them)."""
+        layouts made from F2 bases or from digits, which compare without them)."""
         ex = self._exprs
         if ex is None:
-            ex = self._exprs = _exprs_from_bases(self.in_dims, self.__dict__["_declared_bases"], len(self.out_dims))
+            declared = self.__dict__.get("_declared_bases")
+            if declared is not None:
+                ex = _exprs_from_bases(self.in_dims, declared, len(self.out_dims))
+            else:
+                ex = _exprs_from_digits(self.in_dims, self.__dict__["_declared_digits"])
+            self._exprs = ex
         return ex
 
     # -- dims -----------------------------------------------------------------------------------
-    @cached_property
+    @memo_property
     def in_names(self) -> tuple[str, ...]:
-        return tuple(n for n, _ in self.in_dims)
+        return tuple([n for n, _ in self.in_dims])
 
-    @cached_property
+    @memo_property
     def in_sizes(self) -> tuple[int, ...]:
-        return tuple(s for _, s in self.in_dims)
+        return tuple([s for _, s in self.in_dims])
 
-    @cached_property
+    @memo_property
     def out_names(self) -> tuple[str, ...]:
-        return tuple(n for n, _ in self.out_dims)
+        return tuple([n for n, _ in self.out_dims])
 
-    @cached_property
+    @memo_property
     def out_sizes(self) -> tuple[int, ...]:
-        return tuple(s for _, s in self.out_dims)
+        return tuple([s for _, s in self.out_dims])
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -228,6 +253,53 @@ class Layout:
         lay = cls.__new__(cls)
         lay.__dict__.update(in_dims=tuple((k, 1 << len(vs)) for k, vs in declared.items()), out_dims=out_dims,
                             _exprs=None, name=name, _declared_bases=declared)
+        return lay
+
+    @classmethod
+    def from_digits(cls, in_dims, out_dims, digits: Sequence[tuple[str, int, int, Sequence[int]]], *,
+                    offset: Sequence[int] | None = None, name=None) -> "Layout":
+        """A digit-linear (mixed-radix) layout given by its digits.
+
+        ``digits`` lists ``(in_dim, place, radix, strides)``: the hardware digit
+        ``(x // place) % radix`` of dim ``x`` adds ``digit * strides[d]`` to logical dim ``d``
+        (``strides`` has one non-negative int per logical dim, ``dim0`` first). ``place * radix``
+        must divide the dim's size; a dim's digits may leave parts of it unread (broadcast).
+        ``offset`` is the logical coordinate of the origin (zeros by default).
+
+        The expressions are built on first use; the mixed-radix normal form is read off the
+        digits themselves (:func:`layoutverify.core.radix.digit_form`).
+        """
+        in_dims = _norm_dims(in_dims, "hardware")
+        if out_dims and isinstance(next(iter(out_dims)), (int, np.integer)):
+            out_dims = logical_dims(out_dims)
+        out_dims = _norm_dims(out_dims, "logical")
+        nout = len(out_dims)
+        if not in_dims or not nout:
+            raise LayoutError("a layout needs at least one hardware dim and one logical dim")
+        sizes = dict(in_dims)
+        off = tuple(int(c) for c in (offset if offset is not None else (0,) * nout))
+        if len(off) != nout or min(off) < 0:
+            raise LayoutError(f"offset {list(off)} must have {nout} non-negative entries")
+        kept = []
+        for item in digits:
+            try:
+                n, p, r, st = item
+            except (TypeError, ValueError):
+                raise LayoutError(f"a digit is (in_dim, place, radix, strides), got {item!r}") from None
+            if n not in sizes:
+                raise LayoutError(f"digit of unknown hardware dim {n!r}")
+            if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in (p, r)) or p < 1 or r < 1:
+                raise LayoutError(f"digit {item!r}: place and radix must be positive integers")
+            st = tuple(int(v) for v in st)
+            if len(st) != nout or min(st) < 0:
+                raise LayoutError(f"digit {item!r}: strides must be {nout} non-negative integers")
+            if sizes[n] % (int(p) * int(r)):
+                raise LayoutError(f"digit {item!r}: place * radix does not divide the size {sizes[n]} of {n!r}")
+            if r > 1:
+                kept.append((n, int(p), int(r), st))
+        lay = cls.__new__(cls)
+        lay.__dict__.update(in_dims=in_dims, out_dims=out_dims, _exprs=None, name=name,
+                            _declared_digits=(off, tuple(kept)))
         return lay
 
     @classmethod
@@ -338,7 +410,7 @@ class Layout:
         """Logical coordinates of every hardware location, shape ``(N, n_out)``, flat order."""
         return self._table
 
-    @cached_property
+    @memo_property
     def _table(self) -> np.ndarray:
         declared = self.__dict__.get("_declared_bases")
         if declared is not None and self.in_size() <= MAX_TABLE_LOCATIONS:
@@ -398,7 +470,7 @@ class Layout:
             out[n] = [tuple(int(c) for c in vals[b]) for b in range(nb)]
         return out
 
-    @cached_property
+    @memo_property
     def _f2(self):
         if not self.all_pow2:
             return None
@@ -633,6 +705,23 @@ class Layout:
 
 
 # ---------------------------------------------------------------------------------------------
+def _exprs_from_digits(in_dims, declared) -> tuple[E.Expr, ...]:
+    """The expressions of a layout made by :meth:`Layout.from_digits` (written as
+    :meth:`Layout.from_modes` writes a mode: ``(x // place) % radix``, without the ``%`` when the
+    digit reaches the top of its dim)."""
+    offset, digits = declared
+    sizes = dict(in_dims)
+    acc: list[E.Expr] = [E.Const(c) for c in offset]
+    for n, p, r, strides in digits:
+        digit = E.Var(n) // p if p > 1 else E.Var(n)
+        if p * r < sizes[n]:
+            digit = digit % r
+        for d, s in enumerate(strides):
+            if s:
+                acc[d] = acc[d] + digit * s
+    return tuple(acc)
+
+
 def _exprs_from_bases(in_dims, bases, nout: int) -> tuple[E.Expr, ...]:
     """The XOR-of-bits expressions of an F2 layout: ``dim_d = XOR_i ((x >> i) & 1) * basis_i[d]``."""
     acc: list[E.Expr] = [E.Const(0)] * nout

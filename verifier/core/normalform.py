@@ -65,6 +65,9 @@ class _F2Data:
         self.bases = {n: packing.pack_all(vs) for n, vs in f2bases.items()}
         self._span = self._reg = None
 
+    def __reduce__(self):
+        return _dropped, ()  # rebuilt from the layout after unpickling (see _F2_SLOT)
+
     @property
     def span(self) -> F2.Echelon:
         """The image (span of every basis)."""
@@ -80,7 +83,11 @@ class _F2Data:
         return self._reg
 
 
-_F2_CACHE: "weakref.WeakKeyDictionary[Layout, _F2Data | None]" = weakref.WeakKeyDictionary()
+#: the memo slot of :func:`f2_data` in the layout's ``__dict__``: an :class:`_F2Data`, or ``False``
+#: for a layout that is not F2-linear (a pickled layout drops an ``_F2Data``, which reads back as
+#: ``None``: built again on first use). Kept on the layout, not in a weak table, so that a
+#: layout's death costs no callback.
+_F2_SLOT = "_f2_data"
 
 
 def f2_data(lay: Layout) -> _F2Data | None:
@@ -89,10 +96,9 @@ def f2_data(lay: Layout) -> _F2Data | None:
     Declared bases are used as they are; otherwise the bases are read off the expressions
     symbolically (:func:`layoutverify.core.f2.linearize`, exact when it succeeds), and only when that
     cannot decide does the layout's own exhaustive check run (``Layout.f2_bases``)."""
-    try:
-        return _F2_CACHE[lay]
-    except KeyError:
-        pass
+    d = lay.__dict__.get(_F2_SLOT)
+    if d is not None:
+        return d or None
     bases = None
     declared = lay.__dict__.get("_declared_bases")
     if declared is not None:  # from_bases checked every entry against the shape
@@ -110,7 +116,7 @@ def f2_data(lay: Layout) -> _F2Data | None:
                         raise LayoutError(f"layout maps hardware location {n}={1 << i} to {list(v)}, "
                                           f"outside its logical shape {list(out_sizes)}")
     d = None if bases is None else _F2Data(lay, bases)
-    _F2_CACHE[lay] = d
+    lay.__dict__[_F2_SLOT] = False if d is None else d
     return d
 
 
@@ -155,11 +161,45 @@ class F2Part:
         self.data = data
         b = data.bases
         self.key = _intern(("f2", nf.sizes, nf.out_dims, tuple((n, tuple(b.get(n, ()))) for n, _ in nf.sizes)))
+        if all(v & (v - 1) == 0 for vs in b.values() for v in vs):
+            self._unit_vectors(nf, b)
+            return
         reg_rows = _echelon(b.get(REGISTER, ()))
-        self.span = _intern(tuple(_rref(_echelon((v for n, vs in b.items() if n != REGISTER for v in vs), reg_rows))))
+        rows = _echelon((v for n, vs in b.items() if n != REGISTER for v in vs), reg_rows)
+        full = data.packing.full
+        # a span of every logical bit (a bijective layout: swizzled shared) is all bits, reduced
+        self.span = _intern(_bits_high_first(full) if len(rows) == full.bit_length() else tuple(_rref(rows)))
         reg = _rref(reg_rows)
         self.reg = _intern(tuple(reg))
         self.tred = _intern(tuple((n, tuple(_reduce(v, reg) for v in b.get(n, ()))) for n, _ in nf.threads))
+
+    def _unit_vectors(self, nf: "NormalForm", b: dict) -> None:
+        """The spans when every basis is 0 or one logical bit (a permutation of bits with
+        broadcasts: blocked, MMA, MFMA, dot_op, slice layouts). The reduced echelon basis of
+        such a span is its set of bits, highest first, and reducing modulo it clears those bits:
+        the same canonical values as the general elimination, without it."""
+        reg_mask = 0
+        for v in b.get(REGISTER, ()):
+            reg_mask |= v
+        mask = reg_mask
+        for n, vs in b.items():
+            if n != REGISTER:
+                for v in vs:
+                    mask |= v
+        self.span = _intern(_bits_high_first(mask))
+        self.reg = _intern(_bits_high_first(reg_mask))
+        keep = ~reg_mask
+        self.tred = _intern(tuple((n, tuple(v & keep for v in b.get(n, ()))) for n, _ in nf.threads))
+
+
+def _bits_high_first(mask: int) -> tuple[int, ...]:
+    """The set bits of ``mask`` as single-bit ints, highest first."""
+    out = []
+    while mask:
+        top = 1 << (mask.bit_length() - 1)
+        out.append(top)
+        mask ^= top
+    return tuple(out)
 
 
 # -- mixed radix ----------------------------------------------------------------------------------

@@ -49,7 +49,6 @@ z3. Every witness is re-evaluated on the expressions before it is returned.
 """
 from __future__ import annotations
 
-import weakref
 from math import gcd
 
 import numpy as np
@@ -227,6 +226,35 @@ class DigitForm:
         self.cuts = cuts
         self._own = None
 
+    def __reduce__(self):
+        return _dropped, ()  # rebuilt from the layout after unpickling (see _SLOT)
+
+    @classmethod
+    def of_digits(cls, lay: Layout, declared) -> "DigitForm":
+        """The digit form of a layout made from digits (:meth:`Layout.from_digits`): the same as
+        ``DigitForm(lay, forms)`` with the forms its expressions would give (each digit
+        ``(x // p) % r`` is the window ``(x, p, p r)``), without building either."""
+        df = cls.__new__(cls)
+        df.out_names, df.out_sizes = lay.out_names, lay.out_sizes
+        df.sizes = dict(lay.in_dims)
+        nout = df.nout = len(lay.out_dims)
+        offset, digits = declared
+        df.offset = offset
+        windows: list[dict] = [{} for _ in range(nout)]
+        cuts = {n: {1, s} for n, s in lay.in_dims}
+        for n, p, r, strides in digits:
+            w = (n, p, p * r)
+            moved = False
+            for d, c in enumerate(strides):
+                if c:  # (strides are non-negative: sums never cancel)
+                    ws = windows[d]
+                    ws[w] = ws.get(w, 0) + c
+                    moved = True
+            if moved:  # a digit that moves nothing is no window (as in the expressions)
+                cuts[n].update((p, p * r))
+        df.windows, df.cuts, df._own = windows, cuts, None
+        return df
+
     def chain_ok(self, name: str, cuts) -> list[int] | None:
         """The sorted place values when they form a divisibility chain ending at the size."""
         ps = sorted(cuts)
@@ -276,28 +304,39 @@ class DigitForm:
 
     def maximum(self) -> list[int]:
         """The exact largest value of every logical coordinate (digits are independent)."""
-        dg = self.own_digits()
-        return [self.offset[d] + sum((r - 1) * s[d] for r, s in dg.values()) for d in range(self.nout)]
+        out = list(self.offset)
+        for r, s in self.own_digits().values():
+            for d, c in enumerate(s):
+                if c:
+                    out[d] += (r - 1) * c
+        return out
 
 
-_CACHE: "weakref.WeakKeyDictionary[Layout, DigitForm | None]" = weakref.WeakKeyDictionary()
+#: the memo slot of :func:`digit_form` in the layout's ``__dict__``: a :class:`DigitForm`, or
+#: ``False`` when there is none (a pickled layout drops a ``DigitForm``, which reads back as
+#: ``None``: built again on first use). On the layout, not in a weak table: no callback when it dies.
+_SLOT = "_digit_form"
 
 
 def digit_form(lay: Layout) -> DigitForm | None:
-    """The layout's digit form (cached per layout), or ``None`` when it is not digit-linear or its
-    place values do not form a chain."""
+    """The layout's digit form (memoised on the layout), or ``None`` when it is not digit-linear
+    or its place values do not form a chain."""
+    df = lay.__dict__.get(_SLOT)
+    if df is not None:
+        return df or None
     try:
-        return _CACHE[lay]
-    except KeyError:
-        pass
-    try:
-        df = DigitForm(lay, _forms(lay))
+        declared = lay.__dict__.get("_declared_digits")
+        df = DigitForm(lay, _forms(lay)) if declared is None else DigitForm.of_digits(lay, declared)
         if df.own_digits() is None:
             df = None
     except NotDigitLinear:
         df = None
-    _CACHE[lay] = df
+    lay.__dict__[_SLOT] = False if df is None else df
     return df
+
+
+def _dropped() -> None:
+    return None
 
 
 def is_digit_linear(lay: Layout) -> bool:
