@@ -266,3 +266,93 @@ def test_flat_layout_shortcut_gives_the_interpreters_value_and_errors():
 
     for text in texts:
         assert outcome(evaluate_text, text) == outcome(lambda t: evaluate(cute_parse_text(t), t), text), text
+
+
+def test_memory_layout_from_digits_is_the_inverse_written_out():
+    """A compact CuTe layout's memory view is made from digits (offset digit ``(offset // d) % s``
+    of each sorted leaf mode, weighted into its top-level mode); on seeded random nested layouts
+    it must be the map the expressions route gives (``shape=`` the top-level sizes, which splits
+    the same 1-D coordinate the same way), and the inverse of CuTe's own offsets."""
+    import random
+
+    import numpy as np
+
+    from layoutverify.adapters.cute import canonical
+    from layoutverify.adapters.cute.interp import evaluate_text
+
+    rng = random.Random(7)
+    for _ in range(300):
+        nmodes = rng.randint(1, 3)
+        leaves_ = [[rng.choice([1, 2, 3, 4, 5]) for _ in range(rng.randint(1, 2))] for _ in range(nmodes)]
+        flat = [s for m in leaves_ for s in m]
+        perm = list(range(len(flat)))
+        rng.shuffle(perm)
+        strides, place = [0] * len(flat), 1
+        for j in perm:  # a compact system: strides are the place values of some leaf order
+            strides[j] = place
+            place *= flat[j]
+        it = iter(strides)
+        shape_t = "(" + ",".join("(" + ",".join(map(str, m)) + ")" if len(m) > 1 else str(m[0]) for m in leaves_) + ")"
+        stride_t = "(" + ",".join("(" + ",".join(str(next(it)) for _ in m) + ")" if len(m) > 1 else str(next(it))
+                                  for m in leaves_) + ")"
+        value = evaluate_text(f"{shape_t}:{stride_t}")
+        lay = canonical.memory_layout(value)
+        assert "_declared_digits" in lay.__dict__
+        top = [int(np.prod(m)) for m in leaves_]
+        by_exprs = canonical.memory_layout(value, shape=top)
+        assert lay.out_dims == by_exprs.out_dims and lay.in_size() == by_exprs.in_size()
+        assert np.array_equal(lay.table(), by_exprs.table()), f"{shape_t}:{stride_t}"
+        # and it inverts CuTe: the coordinate at offset value(i) is the colex coordinate of i
+        offs = value.offsets()
+        coords = lay.table()[offs]
+        idx = np.arange(len(offs))
+        for k, s in enumerate(top):
+            assert np.array_equal(coords[:, k], idx % s)
+            idx = idx // s
+
+
+def test_flat_memory_layouts_written_out_are_the_general_paths():
+    """``parse`` writes a flat layout's memory view from its digits (``flat_memory_layout``);
+    on seeded random flat texts (compact or not, sizes of 1, zeros) it must give the general
+    path's layout (dims, name, table) or the general path's error."""
+    import random
+
+    import numpy as np
+
+    from layoutverify.adapters.cute import canonical
+    from layoutverify.adapters.cute.interp import evaluate, flat_layout, parse_text as _pt
+
+    def general(text):
+        value = evaluate(_pt(text), text)
+        return canonical.memory_layout(value, None, name=text.strip())
+
+    def outcome(fn, text):
+        try:
+            lay = fn(text)
+        except LayoutError as e:
+            return ("error", type(e).__name__, str(e))
+        t = lay.table() if lay.in_size() <= 1 << 16 else None
+        return ("layout", lay.in_dims, lay.out_dims, lay.name, None if t is None else t.tobytes())
+
+    rng = random.Random(20261128)
+    texts = ["(4,8):(8,1)", "(4,8):(1,4)", "(3,5):(5,1)", "(4,8):(2,8)", "(4,4):(1,1)", "(1,1):(0,0)", "(2,0):(1,1)",
+             " ( 4 , 8 ) : ( 1 , 4 ) ", "(65536,65536,2):(1,65536,4294967296)"]
+    for _ in range(500):
+        n = rng.randint(2, 4)
+        shape = [rng.choice([1, 1, 2, 3, 4, 5, 8]) for _ in range(n)]
+        order = list(range(n))
+        rng.shuffle(order)
+        stride, place = [0] * n, 1
+        for j in order:
+            stride[j] = place
+            place *= shape[j]
+        if rng.random() < 0.3:  # not compact: a hole, a collision or a broadcast
+            j = rng.randrange(n)
+            stride[j] = rng.choice([0, stride[j] * 2, stride[j] + 1])
+        texts.append(f"({','.join(map(str, shape))}):({','.join(map(str, stride))})")
+    written = 0
+    for text in texts:
+        flat = flat_layout(text)
+        written += flat is not None and canonical.flat_memory_layout(*flat, name=text.strip()) is not None
+        assert outcome(parse, text) == outcome(general, text), text
+    assert written > 300, written

@@ -60,6 +60,9 @@ def _leaf_weights(layout: CuteLayout):
 
 
 def _top_sizes(layout: CuteLayout) -> list[int]:
+    shape = layout.shape
+    if type(shape) is tuple and all(type(s) is int for s in shape):  # flat: the sizes themselves
+        return list(shape)
     return [m.size() for m in layout.modes()]
 
 
@@ -96,10 +99,11 @@ def _witness(layout, offsets: np.ndarray, cosize: int, shape) -> str:
     return "it is not a bijection"
 
 
-def _sorted_compact_modes(layout: CuteLayout):
+def _sorted_compact_modes(layout: CuteLayout, lw=None):
     """``(leaf index, size, stride)`` of the non-trivial leaf modes sorted by stride, if they form a
-    compact mixed-radix system (a bijection onto ``[0, size)``), else ``None``."""
-    ms = [(j, s, d) for j, (s, d, _, _) in enumerate(_leaf_weights(layout)) if s > 1]
+    compact mixed-radix system (a bijection onto ``[0, size)``), else ``None``. ``lw``: the
+    layout's :func:`_leaf_weights`, if the caller has them."""
+    ms = [(j, s, d) for j, (s, d, _, _) in enumerate(lw or _leaf_weights(layout)) if s > 1]
     ms.sort(key=lambda m: m[2])
     expect = 1
     for _, s, d in ms:
@@ -152,10 +156,12 @@ def memory_layout(layout, shape=None, *, name=None) -> Layout:
     if not isinstance(inner, CuteLayout):
         raise LayoutError(f"not a layout: {layout}")
     n = inner.size()
-    _check_size(n, f"CuTe layout {layout}")
+    if n > MAX_CANONICAL:
+        _check_size(n, f"CuTe layout {layout}")
+    lw = _leaf_weights(inner)
     out_dims = _logical_dims(inner, shape)
     outer = None
-    ms = _sorted_compact_modes(inner)
+    ms = _sorted_compact_modes(inner, lw)
     if isinstance(layout, ComposedLayout):
         outer = layout.element_outer()
         if layout.offset != 0 or not isinstance(outer, Swizzle) or ms is None:
@@ -176,6 +182,17 @@ def memory_layout(layout, shape=None, *, name=None) -> Layout:
                 k = int(np.argmax(sw >= n))
                 raise NotInvertibleError(f"composed layout {layout} is not a bijection onto offsets 0..{n - 1}: "
                                          f"{outer} sends offset {k} to {int(sw[k])}")
+    if outer is None and shape is None:
+        # offset digit ``(offset // d) % s`` of each sorted mode is the leaf's coordinate: it adds
+        # ``digit * w`` to its top-level mode's logical dim (``w``: its colex weight in that mode)
+        ntop = len(out_dims)
+        digits = []
+        for j, s, d in ms:
+            k, w = lw[j][2], lw[j][3]
+            strides = [0] * ntop
+            strides[k] = w
+            digits.append(("offset", d, s, strides))
+        return Layout.from_digits([("offset", n), ("block", 1)], out_dims, digits, name=name or str(layout))
     off = E.Var("offset")
     y = outer.expr(off) if outer is not None else off
     digits: dict[int, E.Expr] = {}
@@ -185,6 +202,32 @@ def memory_layout(layout, shape=None, *, name=None) -> Layout:
         digits[j] = dig if (last and outer is None) else dig % s
     coords = _coords_from_leaf_digits(inner, digits, shape)
     return Layout([("offset", n), ("block", 1)], out_dims, coords, name=name or str(layout))
+
+
+def flat_memory_layout(shape: tuple[int, ...], stride: tuple[int, ...], *, name: str) -> Layout | None:
+    """:func:`memory_layout` of the flat layout ``shape:stride`` (plain non-negative ints, checked
+    by :func:`.interp.flat_layout`; no ``shape=`` option), written from its digits without the
+    CuTe value; ``None`` when it is not a compact mixed-radix system (the general path names the
+    coordinates that collide, or the hole). Each mode is its own logical dim, so the offset digit
+    of mode ``j`` is its coordinate: ``dim_j = (offset // d_j) % s_j``."""
+    n = 1
+    for s in shape:
+        n *= s
+    if n > MAX_CANONICAL:
+        return None
+    ms = sorted((d, j, s) for j, (s, d) in enumerate(zip(shape, stride)) if s > 1)
+    expect = 1
+    digits = []
+    rank = len(shape)
+    for d, j, s in ms:
+        if d != expect:
+            return None
+        expect *= s
+        strides = [0] * rank
+        strides[j] = 1
+        digits.append(("offset", d, s, strides))
+    return Layout.from_digits([("offset", n), ("block", 1)], [(f"dim{j}", s) for j, s in enumerate(shape)], digits,
+                              name=name)
 
 
 def _memory_from_table(layout, inner, shape, out_dims, name) -> Layout:

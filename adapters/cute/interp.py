@@ -32,8 +32,8 @@ from layoutverify.core.errors import LayoutError, ParseError, UnsupportedError
 
 from . import algebra as A
 from .atoms import CopyAtom, MmaAtom, find_atom, smem_atom, smem_atom_names, type_bits
-from .layout import (UNDERSCORE, CuteLayout, Dyn, Underscore, check_inttuple, compact_layout, has_dynamic, is_int,
-                     is_tuple, make_layout)
+from .layout import (MAX_EXTENT, MAX_LEAVES, UNDERSCORE, CuteLayout, Dyn, Underscore, check_inttuple, compact_layout,
+                     has_dynamic, is_int, is_tuple, make_layout)
 from .parser import BasisLit, Chain, LayoutLit, Name, Node, Num, Smem, Tup, Under, parse_text
 from .swizzle import ComposedLayout, Swizzle, make_swizzle
 from .tv import TVLayout, copy_tv, mma_tv, tiled_mma
@@ -651,13 +651,28 @@ def evaluate_text(text: str, *, bits: int = 16, dynamic: bool | None = None):
     refuses, and everything else, goes through the parser and interpreter, whose value and error
     messages it then is (``tests/test_cute_parser.py`` checks both give equal layouts)."""
     if not dynamic:
-        m = _FLAT.fullmatch(text.strip()) if type(text) is str else None
-        if m is not None:
-            shape = tuple(int(v) for v in m.group(1).split(","))
-            stride = tuple(int(v) for v in m.group(2).split(","))
-            if len(shape) == len(stride):
-                try:
-                    return CuteLayout(shape, stride)
-                except LayoutError:
-                    pass  # the interpreter names the error
+        flat = flat_layout(text)
+        if flat is not None:
+            return CuteLayout._valid(*flat)
     return evaluate(parse_text(text), text, bits=bits, dynamic=dynamic)
+
+
+def flat_layout(text) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``(shape, stride)`` of a flat ``(s0,s1,...):(d0,d1,...)`` of plain (static) integers that
+    passes every check of ``CuteLayout()`` (sizes positive, at most ``MAX_LEAVES`` modes, size and
+    cosize within ``MAX_EXTENT``); ``None`` for anything else (the interpreter builds it or names
+    the error)."""
+    m = _FLAT.fullmatch(text.strip()) if type(text) is str else None
+    if m is None:
+        return None
+    shape = tuple(int(v) for v in m.group(1).split(","))
+    stride = tuple(int(v) for v in m.group(2).split(","))
+    if len(shape) != len(stride) or len(shape) > MAX_LEAVES or min(shape) < 1:
+        return None
+    size, cosize = 1, 1
+    for s, d in zip(shape, stride):
+        size *= s
+        cosize += (s - 1) * d
+    if size > MAX_EXTENT or cosize > MAX_EXTENT:
+        return None
+    return shape, stride
