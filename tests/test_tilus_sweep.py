@@ -547,3 +547,69 @@ def test_chain_shortcut_gives_the_evaluators_models_and_errors():
         shortcut += T._chain(text) is not None
         assert outcome(T.build, text) == outcome(lambda t: syntax.evaluate(t, T.OurBackend(t)), text), text
     assert shortcut > 300  # the shortcut is taken, not bypassed
+
+
+def test_layouts_made_from_digits_are_the_expressions_layouts():
+    """``RegisterModes.to_layout`` writes a layout from digits (a spatial mode that straddles
+    lanes and warps as one digit of each) where it can; on seeded random chains and warp sizes it
+    must be the map the expressions write, and the digits must be used where they can be."""
+    from layoutverify.adapters.tilus import register as reg
+
+    rng = random.Random(20261126)
+    names = ["local", "spatial", "column_local", "column_spatial"]
+    made = {"digits": 0, "expressions": 0}
+    for _ in range(400):
+        calls = [f"{rng.choice(names)}({', '.join(str(rng.choice([1, 2, 3, 4, 6, 8])) for _ in range(rng.randint(1, 2)))})"
+                 for _ in range(rng.randint(1, 4))]
+        model = T.build(".".join(calls))
+        for ws in (32, 8, 4, 6):
+            try:
+                lay = model.to_layout(warp_size=ws)
+            except LayoutError:
+                continue
+            digits = "_declared_digits" in lay.__dict__
+            made["digits" if digits else "expressions"] += 1
+            with pytest.MonkeyPatch.context() as mp:  # the expressions' route: no digits
+                mp.setattr(reg.RegisterModes, "_digit_layout", lambda *a, **k: None)
+                by_exprs = model.to_layout(warp_size=ws)
+            assert "_declared_digits" not in by_exprs.__dict__
+            assert (lay.in_dims, lay.out_dims) == (by_exprs.in_dims, by_exprs.out_dims), (calls, ws)
+            assert np.array_equal(lay.table(), by_exprs.table()), (calls, ws)
+    assert made["digits"] > 500 and made["expressions"] > 5, made
+
+
+def test_chain_layouts_written_from_digits_are_the_models_layouts():
+    """``parse`` writes a one-line chain's layout from its digits (``_chain_layout``) without the
+    model; on seeded random chains (rank changes, sizes of 1, several warp sizes) it must be the
+    model's layout, and it must decline (``None``) wherever the model names an error."""
+    from layoutverify.core.compare import compare
+
+    rng = random.Random(20261127)
+    names = ["local", "spatial", "column_local", "column_spatial"]
+    texts = ["local(2).spatial(4, 8)", "spatial(4, 8).local(2)", "column_spatial(3, 4).local(2, 1).spatial(2)",
+             "spatial(64)", "spatial(48)", "local(1 ,1).spatial( 2,3 ,)", "spatial(16777217)",
+             "spatial(4096, 4096).local(512)"]
+    for _ in range(600):
+        calls = [f"{rng.choice(names)}({', '.join(str(rng.choice([1, 2, 3, 4, 5, 6, 8, 16])) for _ in range(rng.randint(1, 3)))})"
+                 for _ in range(rng.randint(1, 5))]
+        texts.append(rng.choice([".", " . "]).join(calls))
+    written = declined = 0
+    for text in texts:
+        for ws in (32, 8, 6, 64):
+            fast = T._chain_layout(text, ws, "x")
+            try:
+                model = T.build(text).to_layout(warp_size=ws, name="x")
+            except LayoutError:
+                assert fast is None, (text, ws)
+                declined += 1
+                continue
+            if fast is None:
+                declined += 1
+                continue
+            written += 1
+            assert (fast.in_dims, fast.out_dims) == (model.in_dims, model.out_dims), (text, ws)
+            if fast.in_size() <= 1 << 20:
+                assert np.array_equal(fast.table(), model.table()), (text, ws)
+            else:  # too large to tabulate: proved equal instead
+                assert compare(fast, model).verdict == "equal", (text, ws)
+    assert written > 1200 and declined > 50, (written, declined)

@@ -257,6 +257,9 @@ class RegisterModes:
                               f"multiple of it; pass warp_size= to choose the warp size")
         else:
             lanes, warps = warp_size, T // warp_size
+        lay = self._digit_layout(R, T, lanes, warps, name)
+        if lay is not None:
+            return lay
         lane, warp, reg = E.Var("lane"), E.Var("warp"), E.Var("register")
 
         def thread_digit(div: int, size: int) -> E.Expr:
@@ -291,6 +294,55 @@ class RegisterModes:
             exprs.append(acc)
         in_dims = [("register", R), ("lane", lanes), ("warp", warps), ("block", 1)]
         return Layout(in_dims, logical_dims(self.shape), exprs, name=name)
+
+
+    def _digit_layout(self, R: int, T: int, lanes: int, warps: int, name) -> Layout | None:
+        """:meth:`to_layout` from digits (:func:`layout_from_digits`), or ``None`` where a spatial
+        mode straddles lanes and warps at a place that does not divide the warp size."""
+        ndim = len(self.shape)
+        weight = {}     # mode -> stride vector: its weight inside its dim (later modes are faster)
+        for d, g in enumerate(self.groups()):
+            w = 1
+            for m in reversed(g):
+                v = [0] * ndim
+                v[d] = w
+                weight[m] = v
+                w *= self.modes[m][1]
+        thread_digits, local_digits = [], []
+        for digits, lst, sizes in ((thread_digits, self.spatial, self.spatial_shape),
+                                   (local_digits, self.local, self.local_shape)):
+            place = 1
+            for m, n in reversed(list(zip(lst, sizes))):
+                if m >= 0:  # (a negative spatial entry replicates: no digit)
+                    digits.append((place, n, weight[m]))
+                place *= n
+        return layout_from_digits(self.shape, R, lanes, warps, thread_digits, local_digits, name)
+
+
+def layout_from_digits(shape, R: int, lanes: int, warps: int, thread_digits, local_digits, name) -> Layout | None:
+    """A register layout of ``R`` registers and ``lanes * warps`` threads from its digits:
+    ``thread_digits`` / ``local_digits`` list ``(place, radix, strides)`` of the flat thread id
+    (``lane + lanes * warp``) / the local index. A thread digit is a digit of ``lane`` or of
+    ``warp``, or, where it straddles the two, one digit of each (the lane digit first); ``None``
+    when one straddles them at a place that does not divide ``lanes`` (the expressions say it; no
+    digits can)."""
+    digits = []
+    for place, n, strides in thread_digits:
+        if n == 1:
+            continue
+        if place * n <= lanes and lanes % (place * n) == 0:
+            digits.append(("lane", place, n, strides))
+        elif place % lanes == 0:
+            digits.append(("warp", place // lanes, n, strides))
+        elif lanes % place == 0 and (place * n) % lanes == 0:
+            low = lanes // place
+            digits.append(("lane", place, low, strides))
+            digits.append(("warp", 1, n // low, [c * low for c in strides]))
+        else:
+            return None
+    digits.extend(("register", place, n, strides) for place, n, strides in local_digits if n > 1)
+    in_dims = [("register", R), ("lane", lanes), ("warp", warps), ("block", 1)]
+    return Layout.from_digits(in_dims, logical_dims(shape), digits, name=name)
 
 
 # ----------------------------------------------------------------------------------------------
