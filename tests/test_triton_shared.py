@@ -661,6 +661,27 @@ def test_swizzle_formula_random():
         assert np.array_equal(lay.table(), want), (vec, per_phase, max_phase, shape)
 
 
+def test_one_cta_swizzled_shared_is_the_general_construction():
+    """The written-out one-CTA swizzled layout (``_swizzled_one_cta``) against Triton's
+    construction (tile, then the CTA/CGA combine), for every small parameter choice: sizes below
+    ``vec * maxPhase`` (the column wraps), dims of size 1, both orders."""
+    sizes = [1, 2, 4, 8, 32, 128]
+    n = 0
+    for vec in (1, 2, 4, 8):
+        for per_phase in (1, 2, 8):
+            for max_phase in (1, 2, 4, 8):
+                for order in ([1, 0], [0, 1]):
+                    attr = Attr("swizzled_shared", {"vec": vec, "perPhase": per_phase, "maxPhase": max_phase,
+                                                    "order": order})
+                    for shape in ([a, b] for a in sizes for b in sizes):
+                        fast = S.swizzled_shared_layout(attr, shape)
+                        slow = S._swizzled_general(attr, vec, per_phase, max_phase, order, shape)
+                        assert (fast.in_dims, fast.out_dims) == (slow.in_dims, slow.out_dims), (attr.params, shape)
+                        assert fast.f2_bases() == slow.f2_bases(), (attr.params, shape)
+                        n += 1
+    assert n == 4 * 3 * 4 * 2 * 36
+
+
 def _ptx_swizzle(byte_addr: np.ndarray, swizzle_bytes: int) -> np.ndarray:
     """PTX swizzling modes: 16-byte chunk bits [4, 4+log2(W/16)) XOR-ed with bits from 7 up."""
     if swizzle_bytes == 0:

@@ -396,13 +396,43 @@ def _describe(attr: Attr) -> str:
     return attr.text or f"#{attr.kind}<{attr.params}>"
 
 
+def _swizzled_one_cta(vec, per_phase, max_phase, order, shape, name) -> Layout:
+    """A rank-2 swizzled shared layout of one CTA, written out: what :func:`_swizzled_tile` and
+    :func:`_combine_cta_cga` give when the tile is the whole tensor (no CTA split: fitting it
+    changes nothing and the ``block`` dim is empty). Offset bit ``i`` of the ``ncols`` columns
+    (``order[0]``, fastest) is column ``2**i``; the ``j``-th bit above them is row ``r = 2**j``
+    with its column swizzled to ``(vec * ((r // perPhase) % maxPhase)) % ncols``.
+    ``tests/test_triton_shared.py`` checks it against the general construction."""
+    col, row = order
+    ncols, nrows = shape[col], shape[row]
+    bases = []
+    for i in range(ncols.bit_length() - 1):
+        v = [0, 0]
+        v[col] = 1 << i
+        bases.append(tuple(v))
+    for j in range(nrows.bit_length() - 1):
+        r = 1 << j
+        v = [0, 0]
+        v[row] = r
+        v[col] = (vec * ((r // per_phase) % max_phase)) % ncols
+        bases.append(tuple(v))
+    return Layout._from_checked_bases({"offset": bases}, (("dim0", shape[0]), ("dim1", shape[1])), name=name)
+
+
+def _swizzled_general(attr: Attr, vec, per_phase, max_phase, order, shape) -> Layout:
+    """A swizzled shared layout through Triton's construction: tile, then CTA/CGA combine."""
+    cga = _cga_from_attr(attr, len(order))
+    tile = _swizzled_tile(vec, per_phase, max_phase, order, cga.shape_per_cta(shape))
+    return _to_layout(_combine_cta_cga(tile, cga, shape), _describe(attr))
+
+
 @encoding("swizzled_shared")
 def swizzled_shared_layout(attr: Attr, shape=None, **options) -> Layout:
     vec, per_phase, max_phase, order = _swizzle_params(attr)
     shape = _check_shape(attr, shape, len(order))
-    cga = _cga_from_attr(attr, len(order))
-    tile = _swizzled_tile(vec, per_phase, max_phase, order, cga.shape_per_cta(shape))
-    return _to_layout(_combine_cta_cga(tile, cga, shape), _describe(attr))
+    if len(order) == 2 and not cga_bases(attr, 2):
+        return _swizzled_one_cta(vec, per_phase, max_phase, order, shape, _describe(attr))
+    return _swizzled_general(attr, vec, per_phase, max_phase, order, shape)
 
 
 @encoding("amd_rotating_shared")
