@@ -11,6 +11,11 @@ Peers (each starts from its own objects, built before timing):
   shapes only), matrices compared;
 * ``isl``: ``islpy`` ``Map.is_equal`` on quasi-affine maps (``floor``/``mod``) of both layouts,
   built from the layouts' expressions (layouts with XOR have no such map: not run);
+* ``tilus``: ``==`` of two ``RegisterLayout`` objects built by tilus's own ``register_ops``
+  (``local(...)``, ``.spatial(...)``, ...), which canonicalise every layout they make, so ``==``
+  compares canonical attributes: the peer of ``ours cmp``. Tilus has no verdict step apart from
+  building, so its objects-to-verdict (``tilus build``) is building both layouts from the calls
+  and ``==``; Tilus keeps no caches, so that one time serves cold and warm;
 * ``numpy``: a plain numpy table of each layout built from its framework description (offsets
   from shape:stride by broadcasting, or F2 bases by XOR doubling), ``array_equal``.
 
@@ -25,7 +30,7 @@ Ours, two measurements:
 * ``ours text`` (*cold*): parse cache emptied, then ``parse_spec`` of both texts, the normal forms
   and ``compare``: everything from text; (*warm*): texts already parsed once.
 
-Text-to-verdict is set against the framework's own objects-to-verdict (Triton's, or pycute's)
+Text-to-verdict is set against the framework's own objects-to-verdict (Triton's, pycute's or tilus's)
 cold against cold and warm against warm: the ``triton`` peer repeats the same objects, so Triton's
 caches (MLIR attribute uniquing, the dialect's linear-layout cache) hit, which is its warm time;
 its cold time is taken in a fresh MLIR context per sample (see :func:`_triton_cold`).
@@ -55,6 +60,7 @@ import gc
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -428,6 +434,41 @@ def cute_cases(sizes):
     return out
 
 
+_TILUS_CALL = re.compile(r"(\w+)\(([^)]*)\)")
+
+
+def _tilus_peer(text_a: str, text_b: str):
+    """The ``tilus`` peer for two chains of register-layout calls: both built by tilus's ops on
+    every run (see the module docstring), compared with ``==``."""
+    try:
+        from tilus.ir.layout.ops import register_ops as ops
+    except ImportError:
+        return None
+
+    def calls(text):
+        return [(name, tuple(int(v) for v in args.split(","))) for name, args in _TILUS_CALL.findall(text)]
+    ca, cb = calls(text_a), calls(text_b)
+
+    def make(cs):
+        (name, args), rest = cs[0], cs[1:]
+        lay = getattr(ops, name)(*args)
+        for name, args in rest:
+            lay = getattr(lay, name)(*args)
+        return lay
+
+    def build():
+        return make(ca), make(cb)
+
+    def run(objs):
+        return objs[0] == objs[1]
+
+    def from_calls() -> float:  # objects-to-verdict: build both (canonicalised) and ``==``
+        t0 = time.perf_counter()
+        make(ca) == make(cb)
+        return time.perf_counter() - t0
+    return build, run, from_calls
+
+
 def tilus_cases(sizes):
     out = []
     for r0, r1, s0, s1 in sizes:
@@ -436,6 +477,9 @@ def tilus_cases(sizes):
         ne = f"local({r0}, {r1}).column_spatial({s0}, {s1})"
         for rel, b in (("equal", eq), ("not_equal", ne)):
             c = Case("tilus", f"{r0 * s0}x{r1 * s1}", rel, "tilus:" + a, "tilus:" + b, None)
+            tp = _tilus_peer(a, b)
+            if tp:
+                c.peers["tilus"], c.cold["tilus"] = tp[:2], tp[2]
             la, lb = adapters.adapter("tilus").parse(a), adapters.adapter("tilus").parse(b)
             ip = _isl_peer(la, lb)
             if ip:
@@ -443,6 +487,9 @@ def tilus_cases(sizes):
             out.append(c)
     big = ("local(4, 3).column_local(1, 8).local(2, 8)", "column_local(1, 8).local(4, 3).local(2, 8)")
     c = Case("tilus", "8x192 (issue pair)", "not_equal", "tilus:" + big[0], "tilus:" + big[1], None)
+    tp = _tilus_peer(*big)
+    if tp:
+        c.peers["tilus"], c.cold["tilus"] = tp[:2], tp[2]
     ip = _isl_peer(adapters.adapter("tilus").parse(big[0]), adapters.adapter("tilus").parse(big[1]))
     if ip:
         c.peers["isl"] = ip
@@ -552,13 +599,16 @@ def run_case(c: Case, budget_s: float, max_reps: int) -> dict:
         if sample is not None and "s" in row["peers"].get(name, {}):
             times = [sample() for _ in range(COLD_REPS)]
             row["framework_cold_s"][name] = statistics.median(times)
-    own = [n for n in ("triton", "pycute") if "s" in row["peers"].get(n, {})]
+    own = [n for n in ("triton", "pycute", "tilus") if "s" in row["peers"].get(n, {})]
     row["framework"] = own[0] if own else None
     if own:
-        warm = row["peers"][own[0]]["s"]
-        row["ratio_text_warm"] = row["ours_text_warm_s"] / warm
-        # pycute keeps no caches: its objects-to-verdict is the same every time
-        cold = warm if own[0] == "pycute" else row["framework_cold_s"].get(own[0])
+        if own[0] == "tilus":  # building is its verdict step (see the module docstring): one time
+            warm = cold = row["framework_cold_s"].get("tilus")
+        else:
+            warm = row["peers"][own[0]]["s"]
+            # pycute keeps no caches: its objects-to-verdict is the same every time
+            cold = warm if own[0] == "pycute" else row["framework_cold_s"].get(own[0])
+        row["ratio_text_warm"] = row["ours_text_warm_s"] / warm if warm else None
         row["ratio_text_cold"] = row["ours_text_cold_s"] / cold if cold else None
     else:
         row["ratio_text_warm"] = row["ratio_text_cold"] = None
@@ -580,12 +630,14 @@ def markdown(rows, meta) -> str:
            "compare, with the parse cache empty / holding both texts. The peer columns repeat the same objects, "
            "so Triton's own caches (MLIR attribute uniquing, the dialect's linear-layout cache) hit there: that "
            "is its warm time; `triton cold`: the same with its caches empty (a fresh context per sample, first "
-           "used on unrelated layouts). `x text`: ours text / the framework's own objects-to-verdict (Triton, or "
-           "pycute, which keeps no caches), cold against cold and warm against warm. Peak memory and witness "
+           "used on unrelated layouts); `tilus build`: tilus building both layouts with its own ops (which "
+           "canonicalise them) and `==`, its objects-to-verdict (the `tilus` column is `==` alone). `x text`: ours "
+           "text / the framework's own objects-to-verdict (Triton; pycute or tilus, which keep no caches), cold "
+           "against cold and warm against warm. Peak memory and witness "
            "build times in the JSON.", "",
            "| family | size | pair | verdict (method) | ours cmp | text cold | text warm | "
-           + " | ".join(peers) + " | triton cold | x best | x text cold | x text warm |",
-           "|" + "---|" * (11 + len(peers))]
+           + " | ".join(peers) + " | triton cold | tilus build | x best | x text cold | x text warm |",
+           "|" + "---|" * (12 + len(peers))]
     for r in rows:
         cells = []
         for p in peers:
@@ -593,7 +645,8 @@ def markdown(rows, meta) -> str:
             cells.append("-" if v is None else ("err" if "error" in v else ms(v["s"])))
         out.append(f"| {r['family']} | {r['size']} | {r['relation']} | {r['ours_verdict']} ({r['ours_method']}) | "
                    f"{ms(r['ours_compare_s'])} | {ms(r['ours_text_cold_s'])} | {ms(r['ours_text_warm_s'])} | "
-                   + " | ".join(cells) + f" | {ms(r['framework_cold_s'].get('triton'))} | {ratio(r['ratio_compare'])} | "
+                   + " | ".join(cells) + f" | {ms(r['framework_cold_s'].get('triton'))} | "
+                   f"{ms(r['framework_cold_s'].get('tilus'))} | {ratio(r['ratio_compare'])} | "
                    f"{ratio(r['ratio_text_cold'])} | {ratio(r['ratio_text_warm'])} |")
     mism = [m for r in rows for m in r["mismatches"]]
     out += ["", f"Verdict mismatches: {len(mism)}" + ("" if not mism else ": " + "; ".join(mism[:10]))]
