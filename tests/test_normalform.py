@@ -267,3 +267,36 @@ def test_f2_spans_read_off_unit_and_full_rank_bases_are_those_of_the_elimination
         unit = all(v & (v - 1) == 0 for vs in b.values() for v in vs)
         seen["unit" if unit else "full" if len(span) == bits and bits else "other"] += 1
     assert min(seen.values()) >= 50, seen
+
+
+def test_chains_combine_is_the_divisibility_chain_test():
+    """``_chains_combine`` (with its short cuts: the same place values, or powers of two on both
+    sides) against its definition: the union of both forms' place values and the size is one
+    divisibility chain, on every dim."""
+    rng = random.Random(41)
+
+    def part(cuts, sizes):
+        p = NF.RadixPart.__new__(NF.RadixPart)
+        p.cuts = cuts
+        p.p2dims = frozenset(n for n, s in sizes if s & (s - 1) == 0 and all(c & (c - 1) == 0 for c in cuts[n]))
+        p.pow2 = len(p.p2dims) == len(sizes)
+        return p
+
+    def chain(size):  # the place values of a form: a divisibility chain from 1 below the size
+        divs = [d for d in range(1, size + 1) if size % d == 0]
+        c = [1]
+        while c[-1] != size:
+            c.append(rng.choice([d for d in divs if d > c[-1] and d % c[-1] == 0]))
+        return tuple(p for p in c[:-1] if p == 1 or rng.random() < 0.7)
+    seen = {True: 0, False: 0}
+    for _ in range(3000):
+        sizes = tuple((n, rng.choice([6, 8, 12, 16, 30, 36, 64])) for n in ("lane", "register"))
+        ca = {n: chain(s) for n, s in sizes}
+        cb = {n: (ca[n] if rng.random() < 0.3 else chain(s)) for n, s in sizes}
+        want = True
+        for n, s in sizes:
+            ps = sorted(set(ca[n]) | set(cb[n]) | {s})
+            want &= all(y % x == 0 for x, y in zip(ps, ps[1:]))
+        assert NF._chains_combine(part(ca, sizes), part(cb, sizes), sizes) == want, (sizes, ca, cb)
+        seen[want] += 1
+    assert min(seen.values()) > 300, seen

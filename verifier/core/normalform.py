@@ -219,7 +219,7 @@ def _coalesce(digits: dict) -> dict:
 
 
 class RadixPart:
-    __slots__ = ("key", "offset", "co", "cuts", "pow2", "image", "q", "tkey")
+    __slots__ = ("key", "offset", "co", "cuts", "pow2", "p2dims", "image", "q", "tkey")
 
     def __init__(self, nf: "NormalForm", lay: Layout, df: "RADIX.DigitForm"):
         digits = df.own_digits()
@@ -228,8 +228,11 @@ class RadixPart:
         self.co = co
         self.key = _intern(("radix", nf.sizes, nf.out_dims, df.offset, tuple((n, co.get(n, ())) for n, _ in nf.sizes)))
         self.cuts = {n: tuple(p for p, _, _ in co.get(n, ())) for n, _ in nf.sizes}
-        self.pow2 = all(s & (s - 1) == 0 for _, s in nf.sizes) and all(
-            p & (p - 1) == 0 for ps in self.cuts.values() for p in ps)
+        #: the hardware dims whose size and place values are all powers of two (any two such
+        #: sets of place values refine to one chain)
+        self.p2dims = frozenset(n for n, s in nf.sizes if s & (s - 1) == 0 and
+                                all(p & (p - 1) == 0 for p in self.cuts[n]))
+        self.pow2 = len(self.p2dims) == len(nf.sizes)
         self.image = RADIX._image(df, digits, df.offset)
         self.q = None
         if nf.has_register:
@@ -265,9 +268,15 @@ def _chains_combine(ra: RadixPart, rb: RadixPart, dims) -> bool:
     hardware dim (both layouts have the same sizes on ``dims``)."""
     if ra.pow2 and rb.pow2:
         return True
+    ca, cb, p2a, p2b = ra.cuts, rb.cuts, ra.p2dims, rb.p2dims
     for n, s in dims:
-        ps = sorted(set(ra.cuts[n]) | set(rb.cuts[n]) | {s})
-        if any(b % a for a, b in zip(ps, ps[1:])):
+        a, b = ca[n], cb[n]
+        # the same place values (a form's own places lie on one chain ending at the size), or
+        # powers of two on both sides: a chain without looking further
+        if a == b or (n in p2a and n in p2b):
+            continue
+        ps = sorted(set(a) | set(b) | {s})
+        if any(y % x for x, y in zip(ps, ps[1:])):
             return False
     return True
 
