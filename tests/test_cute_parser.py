@@ -255,6 +255,25 @@ def test_flat_layout_shortcut_gives_the_interpreters_value_and_errors():
         stride = [rng.choice([0, 1, 2, 5, 16, 1 << rng.randint(0, 30)]) for _ in range(n + rng.choice([0, 0, 0, 1]))]
         sp = rng.choice(["", " ", "  "])
         texts.append(f"({(',' + sp).join(map(str, shape))}){sp}:{sp}({','.join(map(str, stride))})")
+    # one level of nesting (``((2,32),64):((64,128),1)``), profiles that differ, singletons, tabs
+    texts += ["((2,32),64):((64,128),1)", " ((2, 32),\t64) : ((64,128), 1) ", "((2,32),64):(64,128,1)",
+              "((2,32),64):((64,128,2),1)", "((2,0),4):((1,2),4)", "((4),8):((1),4)", "(((2,2),2),4):(((1,2),4),8)",
+              "((2,32),64):((64,128),1)\n", "((2,3),(4,5)):((1,2),(6,24))", "((2,3),(4,5)):((1,2),6)"]
+
+    def rand_mode():
+        if rng.random() < 0.5:
+            return rng.choice([0, 1, 2, 3, 4, 8]), rng.choice([0, 1, 2, 6, 64])
+        k = rng.randint(2, 3)
+        return ([rng.choice([0, 1, 2, 3, 4]) if rng.random() < 0.05 else rng.choice([1, 2, 3, 4]) for _ in range(k)],
+                [rng.choice([0, 1, 3, 8, 1 << rng.randint(0, 20)]) for _ in range(k + rng.choice([0, 0, 0, 1]))])
+
+    def write(x):
+        return "(" + ",".join(map(str, x)) + ")" if isinstance(x, list) else str(x)
+    for _ in range(300):
+        modes = [rand_mode() for _ in range(rng.randint(2, 3))]
+        texts.append("(" + ",".join(write(s) for s, _ in modes) + "):(" + ",".join(write(d) for _, d in modes) + ")")
+
+    from layoutverify.adapters.cute.layout import leaves
 
     def outcome(fn, text):
         try:
@@ -262,10 +281,14 @@ def test_flat_layout_shortcut_gives_the_interpreters_value_and_errors():
         except LayoutError as e:
             return ("error", type(e).__name__, str(e))
         return ("value", type(v).__name__, str(v), repr(v.shape), repr(v.stride),
-                [type(x).__name__ for x in (v.shape + v.stride)])
+                [type(x).__name__ for x in (v.shape + v.stride)],
+                [type(x).__name__ for x in leaves(v.shape) + leaves(v.stride)])
 
+    from layoutverify.adapters.cute.interp import nested_layout, flat_layout
     for text in texts:
         assert outcome(evaluate_text, text) == outcome(lambda t: evaluate(cute_parse_text(t), t), text), text
+    assert sum(flat_layout(t) is not None for t in texts) > 150
+    assert sum(nested_layout(t) is not None for t in texts) > 100  # both shortcuts taken, not bypassed
 
 
 def test_memory_layout_from_digits_is_the_inverse_written_out():
@@ -320,7 +343,7 @@ def test_flat_memory_layouts_written_out_are_the_general_paths():
     import numpy as np
 
     from layoutverify.adapters.cute import canonical
-    from layoutverify.adapters.cute.interp import evaluate, flat_layout, parse_text as _pt
+    from layoutverify.adapters.cute.interp import evaluate, flat_layout, nested_layout, parse_text as _pt
 
     def general(text):
         value = evaluate(_pt(text), text)
@@ -350,9 +373,30 @@ def test_flat_memory_layouts_written_out_are_the_general_paths():
             j = rng.randrange(n)
             stride[j] = rng.choice([0, stride[j] * 2, stride[j] + 1])
         texts.append(f"({','.join(map(str, shape))}):({','.join(map(str, stride))})")
-    written = 0
+    for _ in range(300):  # one level of nesting
+        modes = [[rng.choice([1, 2, 3, 4]) for _ in range(rng.choice([1, 2, 3]))] for _ in range(rng.randint(2, 3))]
+        flat_sizes = [s for m in modes for s in m]
+        order = list(range(len(flat_sizes)))
+        rng.shuffle(order)
+        strides, place = [0] * len(flat_sizes), 1
+        for j in order:
+            strides[j] = place
+            place *= flat_sizes[j]
+        if rng.random() < 0.3:
+            j = rng.randrange(len(strides))
+            strides[j] = rng.choice([0, strides[j] * 2, strides[j] + 1])
+        it = iter(strides)
+
+        def write(m, vals):
+            return "(" + ",".join(map(str, vals)) + ")" if len(m) > 1 else str(vals[0])
+        sh = "(" + ",".join(write(m, m) for m in modes) + ")"
+        st = "(" + ",".join(write(m, [next(it) for _ in m]) for m in modes) + ")"
+        texts.append(f"{sh}:{st}")
+    written = nested = 0
     for text in texts:
-        flat = flat_layout(text)
-        written += flat is not None and canonical.flat_memory_layout(*flat, name=text.strip()) is not None
+        flat = flat_layout(text) or nested_layout(text)
+        done = flat is not None and canonical.flat_memory_layout(*flat, name=text.strip()) is not None
+        written += done
+        nested += done and flat_layout(text) is None
         assert outcome(parse, text) == outcome(general, text), text
-    assert written > 300, written
+    assert written > 500 and nested > 150, (written, nested)

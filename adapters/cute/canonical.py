@@ -204,29 +204,38 @@ def memory_layout(layout, shape=None, *, name=None) -> Layout:
     return Layout([("offset", n), ("block", 1)], out_dims, coords, name=name or str(layout))
 
 
-def flat_memory_layout(shape: tuple[int, ...], stride: tuple[int, ...], *, name: str) -> Layout | None:
-    """:func:`memory_layout` of the flat layout ``shape:stride`` (plain non-negative ints, checked
-    by :func:`.interp.flat_layout`; no ``shape=`` option), written from its digits without the
-    CuTe value; ``None`` when it is not a compact mixed-radix system (the general path names the
-    coordinates that collide, or the hole). Each mode is its own logical dim, so the offset digit
-    of mode ``j`` is its coordinate: ``dim_j = (offset // d_j) % s_j``."""
+def flat_memory_layout(shape: tuple, stride: tuple, *, name: str) -> Layout | None:
+    """:func:`memory_layout` of ``shape:stride`` of plain non-negative ints, flat or with one level
+    of nesting (checked by :func:`.interp.flat_layout` / :func:`.interp.nested_layout`; no ``shape=``
+    option), written from its digits without the CuTe value; ``None`` when it is not a compact
+    mixed-radix system (the general path names the coordinates that collide, or the hole). Top-level
+    mode ``k`` is logical dim ``k``; the offset digit ``(offset // d) % s`` of a leaf adds
+    ``digit * w`` to it, ``w`` the leaf's colex weight in its mode (the first leaf fastest)."""
+    rank = len(shape)
+    leaves_ = []   # (stride, order, size, top-level mode, weight)
+    sizes = []
     n = 1
-    for s in shape:
-        n *= s
+    for k, (ms, md) in enumerate(zip(shape, stride)):
+        w = 1
+        for s, d in (zip(ms, md) if type(ms) is tuple else ((ms, md),)):
+            if s > 1:
+                leaves_.append((d, len(leaves_), s, k, w))
+            w *= s
+        sizes.append(w)
+        n *= w
     if n > MAX_CANONICAL:
         return None
-    ms = sorted((d, j, s) for j, (s, d) in enumerate(zip(shape, stride)) if s > 1)
+    leaves_.sort()
     expect = 1
     digits = []
-    rank = len(shape)
-    for d, j, s in ms:
+    for d, _, s, k, w in leaves_:
         if d != expect:
             return None
         expect *= s
         strides = [0] * rank
-        strides[j] = 1
+        strides[k] = w
         digits.append(("offset", d, s, strides))
-    return Layout.from_digits([("offset", n), ("block", 1)], [(f"dim{j}", s) for j, s in enumerate(shape)], digits,
+    return Layout.from_digits([("offset", n), ("block", 1)], [(f"dim{k}", s) for k, s in enumerate(sizes)], digits,
                               name=name)
 
 

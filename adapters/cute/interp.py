@@ -26,6 +26,7 @@ Functions (CuTe C++ names; ``cute::`` prefixes are accepted):
 """
 from __future__ import annotations
 
+import json
 import re
 
 from layoutverify.core.errors import LayoutError, ParseError, UnsupportedError
@@ -652,9 +653,54 @@ def evaluate_text(text: str, *, bits: int = 16, dynamic: bool | None = None):
     messages it then is (``tests/test_cute_parser.py`` checks both give equal layouts)."""
     if not dynamic:
         flat = flat_layout(text)
+        if flat is None:
+            flat = nested_layout(text)
         if flat is not None:
             return CuteLayout._valid(*flat)
     return evaluate(parse_text(text), text, bits=bits, dynamic=dynamic)
+
+
+_INT = r"(?:0|[1-9][0-9]{0,8})"
+_MODE = rf"(?:{_INT}|\([ \t]*{_INT}(?:[ \t]*,[ \t]*{_INT})+[ \t]*\))"
+_TUPLE = rf"\([ \t]*{_MODE}(?:[ \t]*,[ \t]*{_MODE})+[ \t]*\)"
+#: ``shape:stride`` with one level of nesting (``((2,32),64):((64,128),1)``), plain integers,
+#: spaces and tabs only; every tuple has two entries or more
+_NESTED = re.compile(rf"[ \t]*({_TUPLE})[ \t]*:[ \t]*({_TUPLE})[ \t]*")
+
+
+def nested_layout(text):
+    """``(shape, stride)`` of a ``shape:stride`` with one level of nesting (see ``_NESTED``) that
+    passes every check of ``CuteLayout()`` (the same profile, sizes positive, at most
+    ``MAX_LEAVES`` modes, size and cosize within ``MAX_EXTENT``); ``None`` for anything else."""
+    m = _NESTED.fullmatch(text) if type(text) is str else None
+    if m is None:
+        return None
+    shape, stride = (_as_tuple(json.loads(g.replace("(", "[").replace(")", "]"))) for g in m.groups())
+    if len(shape) != len(stride):
+        return None
+    size, cosize, n = 1, 1, 0
+    for s, d in zip(shape, stride):
+        if type(s) is not type(d):
+            return None
+        if type(s) is tuple:
+            if len(s) != len(d):
+                return None
+            pairs = zip(s, d)
+        else:
+            pairs = ((s, d),)
+        for a, b in pairs:
+            if a < 1:
+                return None
+            size *= a
+            cosize += (a - 1) * b
+            n += 1
+    if n > MAX_LEAVES or size > MAX_EXTENT or cosize > MAX_EXTENT:
+        return None
+    return shape, stride
+
+
+def _as_tuple(x):
+    return tuple(_as_tuple(v) for v in x) if type(x) is list else x
 
 
 def flat_layout(text) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
