@@ -282,6 +282,21 @@ def test_digit_form_of_declared_digits_is_the_one_read_off_the_expressions():
         if max(recipe[1]) <= 64:
             assert np.array_equal(lay.table(), mode_layout(recipe, "modes").table())
         n += 1
+    # digits with gaps between them, places that are no chain, zero strides: against the same
+    # layout's expressions
+    for _ in range(400):
+        size = rng.choice([12, 16, 24, 30, 36])
+        divs = [d for d in range(1, size + 1) if size % d == 0]
+        digits = []
+        for _ in range(rng.randint(1, 3)):
+            p = rng.choice(divs)
+            r = rng.choice([d for d in divs if size % (p * d) == 0] if any(size % (p * d) == 0 for d in divs) else [1])
+            digits.append(("lane", p, r, (rng.choice([0, 1, 1, 2]), rng.choice([0, 1, 3]))))
+        lay = Layout.from_digits([("lane", size)], [64, 64], digits)
+        fast = RADIX.DigitForm.of_digits(lay, lay.__dict__["_declared_digits"])
+        slow = RADIX.DigitForm(lay, RADIX._forms(lay))
+        assert (fast.offset, fast.windows, fast.cuts) == (slow.offset, slow.windows, slow.cuts), digits
+        assert fast.own_digits() == slow.own_digits(), digits
 
 
 @pytest.mark.parametrize("digits,needle", [
@@ -291,6 +306,11 @@ def test_digit_form_of_declared_digits_is_the_one_read_off_the_expressions():
     ([("lane", 1, True, [1])], "positive integers"),
     ([("lane", 1, 2, [1, 2])], "strides must be 1 non-negative"),
     ([("lane", 1, 2, [-1])], "strides must be 1 non-negative"),
+    ([("lane", 1, 2, [1.5])], "strides must be 1 non-negative"),
+    ([("lane", 1, 2, [False])], "strides must be 1 non-negative"),
+    ([("lane", 1, 2, 3)], "strides must be 1 non-negative"),
+    ([("lane", 1.0, 2, [1])], "positive integers"),
+    ([(3, 1, 2, [1])], "unknown hardware dim 3"),
     ([("lane", 1)], "a digit is (in_dim, place, radix, strides)"),
 ])
 def test_from_digits_names_what_is_wrong(digits, needle):

@@ -286,17 +286,29 @@ class Layout:
                 n, p, r, st = item
             except (TypeError, ValueError):
                 raise LayoutError(f"a digit is (in_dim, place, radix, strides), got {item!r}") from None
-            if n not in sizes:
+            size = sizes.get(n) if type(n) is str else None
+            if size is None:
                 raise LayoutError(f"digit of unknown hardware dim {n!r}")
-            if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in (p, r)) or p < 1 or r < 1:
+            if not (type(p) is int and type(r) is int):  # (the common case needs no conversions)
+                if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in (p, r)):
+                    raise LayoutError(f"digit {item!r}: place and radix must be positive integers")
+                p, r = int(p), int(r)
+            if p < 1 or r < 1:
                 raise LayoutError(f"digit {item!r}: place and radix must be positive integers")
-            st = tuple(int(v) for v in st)
-            if len(st) != nout or min(st) < 0:
+            try:
+                st = tuple(st)
+            except TypeError:
+                raise LayoutError(f"digit {item!r}: strides must be {nout} non-negative integers") from None
+            if not all(type(v) is int for v in st):
+                if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in st):
+                    raise LayoutError(f"digit {item!r}: strides must be {nout} non-negative integers")
+                st = tuple(map(int, st))
+            if len(st) != nout or (st and min(st) < 0):
                 raise LayoutError(f"digit {item!r}: strides must be {nout} non-negative integers")
-            if sizes[n] % (int(p) * int(r)):
-                raise LayoutError(f"digit {item!r}: place * radix does not divide the size {sizes[n]} of {n!r}")
+            if size % (p * r):
+                raise LayoutError(f"digit {item!r}: place * radix does not divide the size {size} of {n!r}")
             if r > 1:
-                kept.append((n, int(p), int(r), st))
+                kept.append((n, p, r, st))
         lay = cls.__new__(cls)
         lay.__dict__.update(in_dims=in_dims, out_dims=out_dims, _exprs=None, name=name,
                             _declared_digits=(off, tuple(kept)))

@@ -204,6 +204,33 @@ def _forms(lay: Layout) -> list[_Form]:
 
 
 # -- the normal form ----------------------------------------------------------------------------
+def _own_of_digits(sizes: dict, digits, nout: int) -> dict | None:
+    """:meth:`DigitForm.own_digits` of declared digits that do not overlap and lie on one
+    divisibility chain per hardware dim, read off them: each moving digit as it is, the gaps
+    between them (and up to the size) as digits that move nothing. ``None`` (the general
+    refinement decides) for anything else."""
+    per: dict = {}
+    for n, p, r, strides in digits:
+        if any(strides):
+            per.setdefault(n, []).append((p, r, strides))
+    zero = (0,) * nout
+    own = {}
+    for n, size in sizes.items():
+        pos = 1
+        for p, r, strides in sorted(per.get(n, ())):
+            if p < pos or p % pos:
+                return None
+            if p > pos:
+                own[(n, pos)] = (p // pos, zero)
+            own[(n, p)] = (r, strides)
+            pos = p * r
+        if pos < size:
+            if size % pos:
+                return None
+            own[(n, pos)] = (size // pos, zero)
+    return own
+
+
 class DigitForm:
     """A digit-linear layout's windows, ready to be refined to digit chains.
 
@@ -252,7 +279,8 @@ class DigitForm:
                     moved = True
             if moved:  # a digit that moves nothing is no window (as in the expressions)
                 cuts[n].update((p, p * r))
-        df.windows, df.cuts, df._own = windows, cuts, None
+        df.windows, df.cuts = windows, cuts
+        df._own = _own_of_digits(df.sizes, digits, nout)
         return df
 
     def chain_ok(self, name: str, cuts) -> list[int] | None:
