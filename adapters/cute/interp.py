@@ -660,6 +660,8 @@ def evaluate_text(text: str, *, bits: int = 16, dynamic: bool | None = None):
     return evaluate(parse_text(text), text, bits=bits, dynamic=dynamic)
 
 
+#: longest text the shortcuts read (the interpreter, with its own limits, takes longer ones)
+_SHORT = 4096
 _INT = r"(?:0|[1-9][0-9]{0,8})"
 _MODE = rf"(?:{_INT}|\([ \t]*{_INT}(?:[ \t]*,[ \t]*{_INT})+[ \t]*\))"
 _TUPLE = rf"\([ \t]*{_MODE}(?:[ \t]*,[ \t]*{_MODE})+[ \t]*\)"
@@ -672,7 +674,7 @@ def nested_layout(text):
     """``(shape, stride)`` of a ``shape:stride`` with one level of nesting (see ``_NESTED``) that
     passes every check of ``CuteLayout()`` (the same profile, sizes positive, at most
     ``MAX_LEAVES`` modes, size and cosize within ``MAX_EXTENT``); ``None`` for anything else."""
-    m = _NESTED.fullmatch(text) if type(text) is str else None
+    m = _NESTED.fullmatch(text) if type(text) is str and len(text) <= _SHORT else None
     if m is None:
         return None
     shape, stride = (_as_tuple(json.loads(g.replace("(", "[").replace(")", "]"))) for g in m.groups())
@@ -708,7 +710,7 @@ def flat_layout(text) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     passes every check of ``CuteLayout()`` (sizes positive, at most ``MAX_LEAVES`` modes, size and
     cosize within ``MAX_EXTENT``); ``None`` for anything else (the interpreter builds it or names
     the error)."""
-    m = _FLAT.fullmatch(text.strip()) if type(text) is str else None
+    m = _FLAT.fullmatch(text.strip()) if type(text) is str and len(text) <= _SHORT else None
     if m is None:
         return None
     shape = tuple(int(v) for v in m.group(1).split(","))
