@@ -1,4 +1,6 @@
-"""Triton's AMD encodings (amd_mfma, amd_wmma, dot_op on them) against installed Triton.
+"""Triton's AMD encodings (amd_mfma, amd_wmma, dot_op on them) against Triton itself: the full
+sweep against the installed release, a smaller one against every other supported release (each
+in its own interpreter, cases drawn in that release's spelling).
 
 The differential sweep draws seeded random (encoding, shape) cases, asks Triton's own
 ``GluonOpBuilder.to_linear_layout`` for each in a subprocess (a malformed case can abort Triton's
@@ -92,12 +94,13 @@ WORKER = textwrap.dedent(r"""
 """)
 
 
-def run_oracle(cases: list[dict]) -> dict[int, dict]:
-    """Triton's answer per case index; a case that kills the worker is answered ``{"error": "crash ..."}``."""
+def run_oracle(cases: list[dict], python: str = sys.executable) -> dict[int, dict]:
+    """Triton's answer per case index (the Triton of ``python``); a case that kills the worker is
+    answered ``{"error": "crash ..."}``."""
     answers: dict[int, dict] = {}
     todo = list(cases)
     while todo:
-        proc = subprocess.run([sys.executable, "-c", WORKER], input="".join(json.dumps(c) + "\n" for c in todo),
+        proc = subprocess.run([python, "-c", WORKER], input="".join(json.dumps(c) + "\n" for c in todo),
                               capture_output=True, text=True, timeout=600)
         for line in proc.stdout.splitlines():
             if line.startswith("{"):
@@ -160,10 +163,10 @@ def random_mfma(rng: random.Random, rank: int) -> dict:
             "warps": _split_warps(rng, rank), "ebw": rng.choice([32, 32, 64]), "tiles": tiles, "cga": _cga(rng, rank)}
 
 
-def random_wmma(rng: random.Random, rank: int) -> dict:
+def random_wmma(rng: random.Random, rank: int, tv: str = TV) -> dict:
     version = rng.randint(1, 3)
-    instr = list(rng.choice(amd.wmma_instr_shapes(version, {"triton_version": TV})))
-    if LEGACY_WMMA:   # Triton 3.6: warpsPerCTA and tilesPerWarp
+    instr = list(rng.choice(amd.wmma_instr_shapes(version, {"triton_version": tv})))
+    if tv == "3.6":   # Triton 3.6: warpsPerCTA and tilesPerWarp
         tiles = [1] * rank
         if rng.random() < 0.35:
             tiles[-2] = rng.choice([1, 2, 4])
@@ -194,16 +197,16 @@ def random_wmma(rng: random.Random, rank: int) -> dict:
             "instr": instr, "cga": _cga(rng, rank), "rank": rank}
 
 
-def random_case(rng: random.Random, i: int) -> dict:
+def random_case(rng: random.Random, i: int, tv: str = TV) -> dict:
     rank = 3 if rng.random() < 0.2 else 2
     shape = ([rng.choice([1, 2, 4])] if rank == 3 else []) + [_shape_dim(rng), _shape_dim(rng)]
     r = rng.random()
     if r < 0.3:
         case = random_mfma(rng, rank)
     elif r < 0.55:
-        case = random_wmma(rng, rank)
+        case = random_wmma(rng, rank, tv)
     else:
-        parent = random_mfma(rng, rank) if rng.random() < 0.55 else random_wmma(rng, rank)
+        parent = random_mfma(rng, rank) if rng.random() < 0.55 else random_wmma(rng, rank, tv)
         if parent["kind"] == "mfma":
             k_width = rng.choice([1, 2, 4, 4, 8, 8, 16, 32])
         elif rng.random() < 0.05 and parent["version"] < 3:   # a kWidth Triton's verifier refuses
@@ -212,7 +215,7 @@ def random_case(rng: random.Random, i: int) -> dict:
             k_width = rng.choice({1: [8, 16], 2: [4, 8, 16], 3: [2, 4, 8, 16]}[parent["version"]])
         case = {"kind": "dot", "op_idx": rng.randint(0, 1), "k_width": k_width, "parent": parent}
     acc = case if case["kind"] == "wmma" else None
-    if acc is not None and version.before({"triton_version": TV}, "3.8") and rng.random() < 0.9:
+    if acc is not None and version.before({"triton_version": tv}, "3.8") and rng.random() < 0.9:
         # Triton <= 3.7 aborts unless the accumulator's M and N are 1 or a whole instruction
         # (#9825 lifted that in 3.8): mostly draw shapes it accepts, keep a few it refuses
         m, n = acc["instr"][0], acc["instr"][1]
@@ -299,13 +302,13 @@ def to_text(p: dict, *, parseable: bool = False) -> str:
             f"kWidth = {p['k_width']}}}>")
 
 
-def ours(case: dict):
-    """Our layout for the case, following the installed (oracle) Triton release."""
+def ours(case: dict, tv: str = TV):
+    """Our layout for the case, following Triton release ``tv`` (default: the installed one)."""
     attr = to_attr(case)
     if attr.kind == "dot_op":
         parent = attr.params["parent"]
-        return DOT_OPERAND_PARENTS[parent.kind](attr, parent, case["shape"], triton_version=TV)
-    return ENCODINGS[attr.kind](attr, case["shape"], triton_version=TV)
+        return DOT_OPERAND_PARENTS[parent.kind](attr, parent, case["shape"], triton_version=tv)
+    return ENCODINGS[attr.kind](attr, case["shape"], triton_version=tv)
 
 
 def _bases_of(layout) -> dict:
@@ -374,6 +377,42 @@ def test_sweep_matches_triton(sweep):
     accepted_by_us = [(to_text(c), why) for c, why, ours_err in rejected if ours_err is None]
     assert not accepted_by_us, f"we build layouts Triton rejects: {accepted_by_us[:3]}"
     assert min(kinds.values()) >= 60 and len(kinds) == 4, kinds
+
+
+#: cases of the per-release sweep (the installed release has the full sweep above)
+N_RELEASE_CASES = 240
+
+
+@pytest.mark.parametrize("release", [r for r in version.SUPPORTED if r != TV])
+def test_sweep_matches_each_other_release(release, triton_python):
+    """The same differential sweep, smaller, against every other supported Triton release, each in
+    its own interpreter (``triton_python``) and each drawn in that release's spelling: our layout
+    with ``triton_version=release`` has that release's bases, and we refuse what it refuses."""
+    python = triton_python(release)
+    rng = random.Random(SEED + int(release.replace(".", "")))
+    cases = [random_case(rng, i, release) for i in range(N_RELEASE_CASES)]
+    answers = run_oracle(cases, python)
+    mismatches, we_only, they_only = [], [], []
+    kinds = Counter()
+    for c in cases:
+        a = answers[c["i"]]
+        try:
+            got, err = _bases_of(ours(c, release)), None
+        except LayoutError as e:
+            got, err = None, str(e)
+        if "error" in a:
+            if err is None:
+                they_only.append((to_text(c), c["shape"], a["error"]))
+            continue
+        kinds[c["kind"] if c["kind"] != "dot" else "dot/" + c["parent"]["kind"]] += 1
+        if err is not None:
+            we_only.append((to_text(c), c["shape"], err))
+        elif got != a["bases"]:
+            mismatches.append((to_text(c), c["shape"], got, a["bases"]))
+    assert not mismatches, f"Triton {release}: {len(mismatches)} mismatches, first: {mismatches[0]}"
+    assert not we_only, f"Triton {release} accepts what we refuse: {we_only[:3]}"
+    assert not they_only, f"Triton {release} refuses what we build: {they_only[:3]}"
+    assert sum(kinds.values()) >= 0.9 * N_RELEASE_CASES and len(kinds) == 4, kinds
 
 
 def test_sweep_covers_the_parameter_space(sweep):
