@@ -576,6 +576,25 @@ def test_layouts_made_from_digits_are_the_expressions_layouts():
             assert (lay.in_dims, lay.out_dims) == (by_exprs.in_dims, by_exprs.out_dims), (calls, ws)
             assert np.array_equal(lay.table(), by_exprs.table()), (calls, ws)
     assert made["digits"] > 500 and made["expressions"] > 5, made
+    # and models of every operation the sweep generates (reshape, permute, reduce, replication, ...)
+    gen, n = Gen(20261129), 0
+    for _ in range(300):
+        text, _ = gen.expr(gen.rng.choice([0, 1, 2, 3]))
+        model = T.build(text)
+        if not isinstance(model, reg.RegisterModes) or model.rank == 0:
+            continue
+        for ws in (32, 8):
+            try:
+                lay = model.to_layout(warp_size=ws)
+            except LayoutError:
+                continue
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(reg.RegisterModes, "_digit_layout", lambda *a, **k: None)
+                by_exprs = model.to_layout(warp_size=ws)
+            assert (lay.in_dims, lay.out_dims) == (by_exprs.in_dims, by_exprs.out_dims), (text, ws)
+            assert np.array_equal(lay.table(), by_exprs.table()), (text, ws)
+            n += 1
+    assert n > 400, n
 
 
 def test_chain_layouts_written_from_digits_are_the_models_layouts():
