@@ -183,16 +183,7 @@ def memory_layout(layout, shape=None, *, name=None) -> Layout:
                 raise NotInvertibleError(f"composed layout {layout} is not a bijection onto offsets 0..{n - 1}: "
                                          f"{outer} sends offset {k} to {int(sw[k])}")
     if outer is None and shape is None:
-        # offset digit ``(offset // d) % s`` of each sorted mode is the leaf's coordinate: it adds
-        # ``digit * w`` to its top-level mode's logical dim (``w``: its colex weight in that mode)
-        ntop = len(out_dims)
-        digits = []
-        for j, s, d in ms:
-            k, w = lw[j][2], lw[j][3]
-            strides = [0] * ntop
-            strides[k] = w
-            digits.append(("offset", d, s, strides))
-        return Layout.from_digits([("offset", n), ("block", 1)], out_dims, digits, name=name or str(layout))
+        return _digits_layout(ms, lw, n, out_dims, name or str(layout))
     off = E.Var("offset")
     y = outer.expr(off) if outer is not None else off
     digits: dict[int, E.Expr] = {}
@@ -204,39 +195,43 @@ def memory_layout(layout, shape=None, *, name=None) -> Layout:
     return Layout([("offset", n), ("block", 1)], out_dims, coords, name=name or str(layout))
 
 
+def _digits_layout(ms, lw, n: int, out_dims, name: str) -> Layout:
+    """The memory view of a compact layout from its digits: the offset digit ``(offset // d) % s``
+    of each sorted leaf mode ``ms`` (:func:`_sorted_compact_modes`) is that leaf's coordinate, and
+    adds ``digit * w`` to its top-level mode's logical dim (``lw``: :func:`_leaf_weights`; ``w`` the
+    leaf's colex weight in its mode)."""
+    ntop = len(out_dims)
+    digits = []
+    for j, s, d in ms:
+        k, w = lw[j][2], lw[j][3]
+        strides = [0] * ntop
+        strides[k] = w
+        digits.append(("offset", d, s, strides))
+    return Layout.from_digits([("offset", n), ("block", 1)], out_dims, digits, name=name)
+
+
 def flat_memory_layout(shape: tuple, stride: tuple, *, name: str) -> Layout | None:
     """:func:`memory_layout` of ``shape:stride`` of plain non-negative ints, flat or with one level
     of nesting (checked by :func:`.interp.flat_layout` / :func:`.interp.nested_layout`; no ``shape=``
-    option), written from its digits without the CuTe value; ``None`` when it is not a compact
-    mixed-radix system (the general path names the coordinates that collide, or the hole). Top-level
-    mode ``k`` is logical dim ``k``; the offset digit ``(offset // d) % s`` of a leaf adds
-    ``digit * w`` to it, ``w`` the leaf's colex weight in its mode (the first leaf fastest)."""
-    rank = len(shape)
-    leaves_ = []   # (stride, order, size, top-level mode, weight)
+    option), without the CuTe value: its leaf weights read off the tuples, then
+    :func:`_digits_layout`; ``None`` when it is not a compact mixed-radix system (the general path
+    names the coordinates that collide, or the hole)."""
+    lw = []      # as _leaf_weights: (size, stride, top-level mode, colex weight inside it)
     sizes = []
     n = 1
     for k, (ms, md) in enumerate(zip(shape, stride)):
         w = 1
         for s, d in (zip(ms, md) if type(ms) is tuple else ((ms, md),)):
-            if s > 1:
-                leaves_.append((d, len(leaves_), s, k, w))
+            lw.append((s, d, k, w))
             w *= s
         sizes.append(w)
         n *= w
     if n > MAX_CANONICAL:
         return None
-    leaves_.sort()
-    expect = 1
-    digits = []
-    for d, _, s, k, w in leaves_:
-        if d != expect:
-            return None
-        expect *= s
-        strides = [0] * rank
-        strides[k] = w
-        digits.append(("offset", d, s, strides))
-    return Layout.from_digits([("offset", n), ("block", 1)], [(f"dim{k}", s) for k, s in enumerate(sizes)], digits,
-                              name=name)
+    ms = _sorted_compact_modes(None, lw)
+    if ms is None:
+        return None
+    return _digits_layout(ms, lw, n, [(f"dim{k}", s) for k, s in enumerate(sizes)], name)
 
 
 def _memory_from_table(layout, inner, shape, out_dims, name) -> Layout:

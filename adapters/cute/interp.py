@@ -680,25 +680,32 @@ def nested_layout(text):
     shape, stride = (_as_tuple(json.loads(g.replace("(", "[").replace(")", "]"))) for g in m.groups())
     if len(shape) != len(stride):
         return None
-    size, cosize, n = 1, 1, 0
+    leaves_ = []
     for s, d in zip(shape, stride):
         if type(s) is not type(d):
             return None
         if type(s) is tuple:
             if len(s) != len(d):
                 return None
-            pairs = zip(s, d)
+            leaves_.extend(zip(s, d))
         else:
-            pairs = ((s, d),)
-        for a, b in pairs:
-            if a < 1:
-                return None
-            size *= a
-            cosize += (a - 1) * b
-            n += 1
-    if n > MAX_LEAVES or size > MAX_EXTENT or cosize > MAX_EXTENT:
-        return None
-    return shape, stride
+            leaves_.append((s, d))
+    return (shape, stride) if _within_limits(leaves_) else None
+
+
+def _within_limits(leaves_) -> bool:
+    """Do the leaf modes ``(size, stride)`` pass the checks of ``CuteLayout()`` (sizes positive, at
+    most ``MAX_LEAVES`` modes, size and cosize within ``MAX_EXTENT``)? Strides are non-negative
+    (the patterns admit no sign)."""
+    if len(leaves_) > MAX_LEAVES:
+        return False
+    size, cosize = 1, 1
+    for s, d in leaves_:
+        if s < 1:
+            return False
+        size *= s
+        cosize += (s - 1) * d
+    return size <= MAX_EXTENT and cosize <= MAX_EXTENT
 
 
 def _as_tuple(x):
@@ -715,12 +722,6 @@ def flat_layout(text) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         return None
     shape = tuple(int(v) for v in m.group(1).split(","))
     stride = tuple(int(v) for v in m.group(2).split(","))
-    if len(shape) != len(stride) or len(shape) > MAX_LEAVES or min(shape) < 1:
+    if len(shape) != len(stride):
         return None
-    size, cosize = 1, 1
-    for s, d in zip(shape, stride):
-        size *= s
-        cosize += (s - 1) * d
-    if size > MAX_EXTENT or cosize > MAX_EXTENT:
-        return None
-    return shape, stride
+    return (shape, stride) if _within_limits(list(zip(shape, stride))) else None

@@ -163,19 +163,27 @@ _CHAIN_MAKERS = {"local": reg.local, "spatial": reg.spatial, "column_local": reg
                  "column_spatial": reg.column_spatial}
 
 
-def _chain(text: str):
-    """The model of ``local(2, 3).spatial(4, 8)``-style text (plain positive integers, one line),
-    built without the tokenizer and evaluator; ``None`` for anything else, or where a step
-    refuses (the evaluator then names the error where it is)."""
+def _chain_calls(text) -> list[tuple[str, list[int]]] | None:
+    """``[(function, arguments), ...]`` of ``local(2, 3).spatial(4, 8)``-style text (plain positive
+    integers, one line, at most 8 calls), outermost first; ``None`` for anything else (long texts:
+    the evaluator's limits on tokens and chain length apply)."""
     if type(text) is not str or len(text) > 400 or _CHAIN.fullmatch(text) is None:
-        return None  # (long texts: the evaluator's limits on tokens and chain length apply)
-    parts = list(_CHAIN_PART.finditer(text))
-    if len(parts) > min(8, syntax.MAX_CHAIN):
+        return None
+    calls = [(m.group(1), [int(v) for v in m.group(2).split(",")]) for m in _CHAIN_PART.finditer(text)]
+    return calls if len(calls) <= min(8, syntax.MAX_CHAIN) else None
+
+
+def _chain(text: str):
+    """The model of ``local(2, 3).spatial(4, 8)``-style text (:func:`_chain_calls`), built without
+    the tokenizer and evaluator; ``None`` for anything else, or where a step refuses (the
+    evaluator then names the error where it is)."""
+    calls = _chain_calls(text)
+    if calls is None:
         return None
     try:
         value = None
-        for m in parts:
-            step = _CHAIN_MAKERS[m.group(1)](*(int(v) for v in m.group(2).split(",")))
+        for fn, args in calls:
+            step = _CHAIN_MAKERS[fn](*args)
             value = step if value is None else reg.compose(value, step)
         return value
     except LayoutError:
@@ -184,7 +192,7 @@ def _chain(text: str):
 
 def _chain_layout(text: str, warp_size: int, name: str) -> Layout | None:
     """The canonical layout of a one-line ``local``/``spatial``/``column_*`` chain of plain
-    integers (as :func:`_chain` reads it), written out from its digits without the model; ``None``
+    integers (:func:`_chain_calls`), written out from its digits without the model; ``None``
     where :func:`_chain` declines, where a limit of the model applies, or where the thread count
     is not a whole number of warps (the model's path then builds it or names the error).
 
@@ -194,10 +202,8 @@ def _chain_layout(text: str, warp_size: int, name: str) -> Layout | None:
     ``local``/``spatial`` are row-major (the last dim fastest), ``column_*`` column-major; a call
     of lower rank gets leading dims of size 1. ``tests/test_tilus_sweep.py`` holds it to the
     model's layouts."""
-    if type(text) is not str or len(text) > 400 or _CHAIN.fullmatch(text) is None:
-        return None
-    calls = [(m.group(1), [int(v) for v in m.group(2).split(",")]) for m in _CHAIN_PART.finditer(text)]
-    if len(calls) > min(8, syntax.MAX_CHAIN):
+    calls = _chain_calls(text)
+    if calls is None:
         return None
     rank = max(len(sizes) for _, sizes in calls)
     if rank > reg.MAX_RANK:
