@@ -300,3 +300,42 @@ def test_chains_combine_is_the_divisibility_chain_test():
         assert NF._chains_combine(part(ca, sizes), part(cb, sizes), sizes) == want, (sizes, ca, cb)
         seen[want] += 1
     assert min(seen.values()) > 300, seen
+
+
+def test_chain_memo_answers_as_the_chain_test():
+    """``_one_chain`` (one token, or the memo per pair of cut tokens) answers as
+    ``_chains_combine`` on the layouts' own place values, whether or not the memo holds the pair,
+    and whether the memo was filled by another pair of one side."""
+    rng = random.Random(43)
+    sizes = {"register": 36, "lane": 12}
+    places = {36: (1, 2, 3, 4, 6, 9, 12, 18), 12: (1, 2, 3, 4, 6)}
+
+    def layout(place_sets):
+        digits = []
+        for n, ps in place_sets.items():
+            for p, q in zip(ps, ps[1:] + (sizes[n],)):
+                digits.append((n, p, q // p, (rng.randrange(1, 9), rng.randrange(1, 9))))
+        return Layout.from_digits(tuple(sizes.items()), (("m", 4096), ("n", 4096)), digits)
+
+    def chain(size):
+        c = [1]
+        while True:
+            nxt = [d for d in places[size] + (size,) if d > c[-1] and d % c[-1] == 0]
+            pick = rng.choice(nxt)
+            if pick == size:
+                return tuple(c)
+            c.append(pick)
+    first = layout({n: chain(s) for n, s in sizes.items()})
+    ra = NF.of(first).radix
+    seen = {True: 0, False: 0}
+    NF._COMBINE.clear()
+    for _ in range(400):
+        b = layout({n: chain(s) for n, s in sizes.items()})
+        nb = NF.of(b)
+        rb = nb.radix
+        for dims, ta, tb in ((nb.sizes, ra.cut_token, rb.cut_token), (nb.threads, ra.tcut_token, rb.tcut_token)):
+            want = NF._chains_combine(ra, rb, dims)
+            assert NF._one_chain(ta, tb, ra, rb, dims) == want  # filled now, or a hit
+            assert NF._one_chain(ta, tb, ra, rb, dims) == want  # a hit
+            seen[want] += 1
+    assert min(seen.values()) > 50, seen

@@ -28,6 +28,8 @@ def err(text, cls=LayoutError, **opts):
     ("__import__('os')", 1, "__import__"),
     ("os.system('true')", 4, "system"),
     ("spatial(2.5)", 9, "2.5"),
+    ("spatial(2, 1or 2)", 12, "1or"),           # Python would warn on stderr and read `1 or 2`
+    ("local(2, 4if 1 else 2)", 10, "4if"),
     ("spatial('4')", 9, "'4'"),
     ("spatial(2) * ñ", 14, "ñ"),                # columns count characters, not UTF-8 bytes
     ("spatial(2)\n  .local(ñ)", 21, "ñ"),       # and run across lines

@@ -235,6 +235,7 @@ def _check_tokens(text: str, src: _Source) -> None:
     count = 0
     unary_run = 0
     opening = []
+    prev = None
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.type in (tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.INDENT,
@@ -242,6 +243,11 @@ def _check_tokens(text: str, src: _Source) -> None:
                 continue
             count += 1
             col = src.char_column(*tok.start)
+            if (tok.type == tokenize.NAME and prev is not None and prev.type == tokenize.NUMBER
+                    and prev.end == tok.start):  # ``1or 2``: Python warns and reads two tokens
+                raise ParseError("invalid number literal", text, src.char_column(*prev.start),
+                                 prev.string + tok.string)
+            prev = tok
             if count > MAX_TOKENS:
                 raise ParseError(f"layout expression has more than {MAX_TOKENS} tokens", text, col, tok.string)
             if tok.type == tokenize.OP:

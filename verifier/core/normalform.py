@@ -17,9 +17,11 @@ derives from one layout alone is derived once (:func:`of`; :func:`prepare` does 
 * the **key**: the map written out (F2 bases for declared layouts, else the coalesced digits,
   else derived F2 bases), so that equal keys prove equal layouts.
 
-The key, the logical head, the sizes and the F2 spans are *interned* (:func:`_intern`): while any
-normal form holds a value, it is held as one token, so two normal forms have equal parts iff they
-hold the same token, and a verdict is a few ``is`` tests.
+The key, the logical head, the sizes, the F2 spans and the radix images, thread digits and place
+values are *interned* (:func:`_intern`): while any normal form holds a value, it is held as one
+token, so two normal forms have equal parts iff they hold the same token, and a verdict is a few
+``is`` tests (and, for two radix forms whose place values are not powers of two, a memoised
+divisibility test of their place values, :func:`_one_chain`).
 
 **Why coalesced digits decide.** The coalesced form of a digit-linear map is unique on any chain:
 refining a digit ``(p, r, s)`` at ``p r1`` gives ``(p, r1, s), (p r1, r / r1, s r1)``, which merge
@@ -219,7 +221,7 @@ def _coalesce(digits: dict) -> dict:
 
 
 class RadixPart:
-    __slots__ = ("key", "offset", "co", "cuts", "pow2", "p2dims", "image", "q", "tkey")
+    __slots__ = ("key", "offset", "co", "cuts", "pow2", "p2dims", "image", "q", "tkey", "cut_token", "tcut_token")
 
     def __init__(self, nf: "NormalForm", lay: Layout, df: "RADIX.DigitForm"):
         digits = df.own_digits()
@@ -227,18 +229,25 @@ class RadixPart:
         self.offset = df.offset
         self.co = co
         self.key = _intern(("radix", nf.sizes, nf.out_dims, df.offset, tuple((n, co.get(n, ())) for n, _ in nf.sizes)))
-        self.cuts = {n: tuple(p for p, _, _ in co.get(n, ())) for n, _ in nf.sizes}
+        cuts = self.cuts = {n: tuple(p for p, _, _ in co.get(n, ())) for n, _ in nf.sizes}
+        #: the place values of every hardware dim, and of the thread dims: the same token on both
+        #: sides means one chain without looking further (:func:`_chains_combine`)
+        self.cut_token = _intern(("cuts", nf.sizes, tuple(cuts.values())))
+        self.tcut_token = _intern(("cuts", nf.threads, tuple(cuts[n] for n, _ in nf.threads)))
         #: the hardware dims whose size and place values are all powers of two (any two such
         #: sets of place values refine to one chain)
         self.p2dims = frozenset(n for n, s in nf.sizes if s & (s - 1) == 0 and
-                                all(p & (p - 1) == 0 for p in self.cuts[n]))
+                                all(p & (p - 1) == 0 for p in cuts[n]))
         self.pow2 = len(self.p2dims) == len(nf.sizes)
-        self.image = RADIX._image(df, digits, df.offset)
+        # the image, the register image and the thread digits, interned (``None``: overlapping
+        # digits, no canonical set)
+        image = RADIX._image(df, digits, df.offset)
+        self.image = None if image is None else _intern(("image", image))
         self.q = None
         if nf.has_register:
-            self.q = RADIX._image(df, {k: v for k, v in digits.items() if k[0] == REGISTER}, df.offset)
-        self.tkey = tuple((n, co.get(n, ())) for n, _ in nf.threads)
-
+            q = RADIX._image(df, {k: v for k, v in digits.items() if k[0] == REGISTER}, df.offset)
+            self.q = None if q is None else _intern(("image", q))
+        self.tkey = _intern(("threads", tuple((n, co.get(n, ())) for n, _ in nf.threads)))
 
     def at(self, name: str, x: int) -> tuple:
         """The element at hardware location ``name = x`` (every other dim 0), from the digits."""
@@ -279,6 +288,28 @@ def _chains_combine(ra: RadixPart, rb: RadixPart, dims) -> bool:
         if any(y % x for x, y in zip(ps, ps[1:])):
             return False
     return True
+
+
+def _one_chain(ta: "_Token", tb: "_Token", ra: RadixPart, rb: RadixPart, dims) -> bool:
+    """:func:`_chains_combine` on ``dims``, whose place values (and sizes) are the cut tokens
+    ``ta``, ``tb`` of ``ra``, ``rb``: at once for one token, else memoised per pair of tokens."""
+    if ta is tb:
+        return True
+    pair = (ta, tb)
+    combine = _COMBINE.get(pair)
+    if combine is None:
+        combine = _chains_combine(ra, rb, dims)
+        if len(_COMBINE) >= _COMBINE_MAX:
+            _COMBINE.clear()
+        _COMBINE[pair] = combine
+    return combine
+
+
+#: (cut token, cut token) -> :func:`_chains_combine` of the forms that hold them: the test's
+#: answer is a function of the place values and sizes, which the tokens are. Emptied when full
+#: (it holds its tokens alive).
+_COMBINE: "dict[tuple[_Token, _Token], bool]" = {}
+_COMBINE_MAX = 4096
 
 
 # -- the normal form --------------------------------------------------------------------------------
@@ -468,23 +499,26 @@ def _f2_verdict(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
 
 
 def _decide_radix(na: NormalForm, nb: NormalForm, ra: RadixPart, rb: RadixPart):
-    if ra.image is None or rb.image is None:
+    ia, ib = ra.image, rb.image  # (interned: equal images are one token)
+    if ia is None or ib is None:
         return None  # overlapping digits: the strategy compares bitmaps
-    if ra.image != rb.image:
+    if ia is not ib:
         return DifferentTensorsRadix
     if ra.key is rb.key:  # (the layouts' keys may be of other parts)
         return EqualRadix
-    if na.size_token is nb.size_token and not _chains_combine(ra, rb, na.sizes) and not _differ_at_a_cut(ra, rb, na.sizes):
+    if (na.size_token is nb.size_token and not _one_chain(ra.cut_token, rb.cut_token, ra, rb, na.sizes)
+            and not _differ_at_a_cut(ra, rb, na.sizes)):
         return None  # no common chain and no difference at a place value: left to the strategies
     # not pointwise equal: the keys differ (different sizes, or different coalesced forms)
     if not (na.has_register or nb.has_register) or na.thread_token is not nb.thread_token:
         return NotEqualRadix
-    if ra.q is None or rb.q is None:
+    qa, qb = ra.q, rb.q
+    if qa is None or qb is None:
         return None
-    if ra.q != rb.q:
+    if qa is not qb:
         return NotEqualRadix
-    if not _chains_combine(ra, rb, na.threads):
+    if not _one_chain(ra.tcut_token, rb.tcut_token, ra, rb, na.threads):
         return None
-    if ra.tkey == rb.tkey:
+    if ra.tkey is rb.tkey:
         return RegisterOrderRadix
     return NotEqualRadix
