@@ -327,15 +327,47 @@ def test_chain_memo_answers_as_the_chain_test():
             c.append(pick)
     first = layout({n: chain(s) for n, s in sizes.items()})
     ra = NF.of(first).radix
+    ra.rest()  # (the parts a verdict on different keys reads)
     seen = {True: 0, False: 0}
     NF._COMBINE.clear()
     for _ in range(400):
         b = layout({n: chain(s) for n, s in sizes.items()})
         nb = NF.of(b)
         rb = nb.radix
+        rb.rest()
         for dims, ta, tb in ((nb.sizes, ra.cut_token, rb.cut_token), (nb.threads, ra.tcut_token, rb.tcut_token)):
             want = NF._chains_combine(ra, rb, dims)
             assert NF._one_chain(ta, tb, ra, rb, dims) == want  # filled now, or a hit
             assert NF._one_chain(ta, tb, ra, rb, dims) == want  # a hit
             seen[want] += 1
     assert min(seen.values()) > 50, seen
+
+
+def test_radix_parts_for_different_keys_are_built_by_the_first_such_verdict():
+    """Equal keys decide without the images; the first verdict on different keys builds them,
+    once, and threads racing to build them get the same tokens."""
+    import threading
+    a = adapters.parse_spec("cute:(12,20):(20,1)")
+    same = adapters.parse_spec("cute:((3,4),20):((20,60),1)")
+    other = adapters.parse_spec("cute:(12,20):(1,12)")
+    assert C.compare(a, same).verdict == "equal"
+    ra = NF.of(a).radix
+    assert ra.image is NF._UNSET and NF.of(same).radix.image is NF._UNSET
+    assert C.compare(a, other).verdict == "not_equal"
+    image = ra.image
+    assert image is not NF._UNSET and image is NF.of(other).radix.image
+    assert ra.rest() is image  # built once
+    shared = NF.of(adapters.adapter("cute").parse("(12,20):(1,12)")).radix
+    parts = [shared] * 4 + [NF.of(adapters.adapter("cute").parse("(12,20):(1,12)")).radix for _ in range(4)]
+    got, start = [], threading.Barrier(len(parts))
+
+    def build(p):
+        start.wait()
+        got.append((p.rest(), p.q, p.tkey, p.cut_token))
+    threads = [threading.Thread(target=build, args=(p,)) for p in parts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 8 and all(all(x is y for x, y in zip(g, got[0])) for g in got)
+    assert got[0][0] is image

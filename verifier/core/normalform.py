@@ -221,7 +221,12 @@ def _coalesce(digits: dict) -> dict:
 
 
 class RadixPart:
-    __slots__ = ("key", "offset", "co", "cuts", "pow2", "p2dims", "image", "q", "tkey", "cut_token", "tcut_token")
+    """The radix part of a normal form. The key (offset and coalesced digits) is built with it;
+    what only a verdict on two different keys reads (place values, images, thread digits) is
+    built by the first such verdict (:meth:`rest`; ``image`` is ``_UNSET`` until then)."""
+
+    __slots__ = ("key", "offset", "co", "cuts", "pow2", "p2dims", "image", "q", "tkey", "cut_token", "tcut_token",
+                 "_src")
 
     def __init__(self, nf: "NormalForm", lay: Layout, df: "RADIX.DigitForm"):
         digits = df.own_digits()
@@ -229,25 +234,36 @@ class RadixPart:
         self.offset = df.offset
         self.co = co
         self.key = _intern(("radix", nf.sizes, nf.out_dims, df.offset, tuple((n, co.get(n, ())) for n, _ in nf.sizes)))
-        cuts = self.cuts = {n: tuple(p for p, _, _ in co.get(n, ())) for n, _ in nf.sizes}
+        self._src = (nf.sizes, nf.threads, nf.has_register, df, digits)
+        self.image = _UNSET
+
+    def rest(self):
+        """Build the parts a verdict on different keys reads, once; return the image token."""
+        src = self._src
+        if src is None:  # another thread built them (``image`` is set before ``_src`` is dropped)
+            return self.image
+        sizes, threads, has_register, df, digits = src
+        co = self.co
+        cuts = self.cuts = {n: tuple(p for p, _, _ in co.get(n, ())) for n, _ in sizes}
         #: the place values of every hardware dim, and of the thread dims: the same token on both
         #: sides means one chain without looking further (:func:`_chains_combine`)
-        self.cut_token = _intern(("cuts", nf.sizes, tuple(cuts.values())))
-        self.tcut_token = _intern(("cuts", nf.threads, tuple(cuts[n] for n, _ in nf.threads)))
+        self.cut_token = _intern(("cuts", sizes, tuple(cuts.values())))
+        self.tcut_token = _intern(("cuts", threads, tuple(cuts[n] for n, _ in threads)))
         #: the hardware dims whose size and place values are all powers of two (any two such
         #: sets of place values refine to one chain)
-        self.p2dims = frozenset(n for n, s in nf.sizes if s & (s - 1) == 0 and
-                                all(p & (p - 1) == 0 for p in cuts[n]))
-        self.pow2 = len(self.p2dims) == len(nf.sizes)
-        # the image, the register image and the thread digits, interned (``None``: overlapping
-        # digits, no canonical set)
-        image = RADIX._image(df, digits, df.offset)
-        self.image = None if image is None else _intern(("image", image))
+        self.p2dims = frozenset(n for n, s in sizes if s & (s - 1) == 0 and all(p & (p - 1) == 0 for p in cuts[n]))
+        self.pow2 = len(self.p2dims) == len(sizes)
+        # the register image and the thread digits, and last the image, interned (``None``:
+        # overlapping digits, no canonical set)
         self.q = None
-        if nf.has_register:
+        if has_register:
             q = RADIX._image(df, {k: v for k, v in digits.items() if k[0] == REGISTER}, df.offset)
             self.q = None if q is None else _intern(("image", q))
-        self.tkey = _intern(("threads", tuple((n, co.get(n, ())) for n, _ in nf.threads)))
+        self.tkey = _intern(("threads", tuple((n, co.get(n, ())) for n, _ in threads)))
+        image = RADIX._image(df, digits, df.offset)
+        self.image = None if image is None else _intern(("image", image))
+        self._src = None
+        return self.image
 
     def at(self, name: str, x: int) -> tuple:
         """The element at hardware location ``name = x`` (every other dim 0), from the digits."""
@@ -500,6 +516,10 @@ def _f2_verdict(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
 
 def _decide_radix(na: NormalForm, nb: NormalForm, ra: RadixPart, rb: RadixPart):
     ia, ib = ra.image, rb.image  # (interned: equal images are one token)
+    if ia is _UNSET:
+        ia = ra.rest()
+    if ib is _UNSET:
+        ib = rb.rest()
     if ia is None or ib is None:
         return None  # overlapping digits: the strategy compares bitmaps
     if ia is not ib:
