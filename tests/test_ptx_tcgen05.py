@@ -38,16 +38,22 @@ def test_register_counts_follow_the_isa_table():
 # ---------------------------------------------------------------------------------------------
 # Triton: TMEM register layouts for a block of M = 128 (32x32b) or M = 64 (16x*) rows, 4 warps
 # ---------------------------------------------------------------------------------------------
+_WARP0_CASES = [("32x32b", 128, 8), ("16x64b", 64, 8), ("16x64b", 64, 32), ("16x128b", 64, 8),
+                ("16x128b", 64, 64), ("16x256b", 64, 16), ("16x256b", 64, 64)]
+_TRITON: dict = {}
+
+
 def _triton_layout(variant: str, m: int, n: int):
+    """Triton's layout as ``{"register": bases, "lane": ..., ...}``, every case of this module
+    asked at once in one subprocess (see ``triton_oracle.tmem_reg_layouts``)."""
     pytest.importorskip("triton")
-    try:
-        from triton._C.libtriton.gluon_ir import compute_tmem_reg_layout
-        from triton.experimental.gluon import language as gl
-        from triton.experimental.gluon.language.nvidia import blackwell as bw
-    except ImportError as e:
-        pytest.skip(f"Triton without Gluon's Blackwell TMEM layouts: {e}")
-    tl = bw.TensorMemoryLayout(block=(m, n), col_stride=1)
-    return compute_tmem_reg_layout(gl.float32, [m, n], [m, n], tl, 4, variant)
+    if not _TRITON:
+        from triton_oracle import tmem_reg_layouts
+        try:
+            _TRITON.update(tmem_reg_layouts([(v, mm, nn, mm) for v, mm, nn in _WARP0_CASES]))
+        except LookupError as e:
+            pytest.skip(str(e))
+    return _TRITON[(variant, m, n, m)]
 
 
 def _apply(bases, index):
@@ -58,20 +64,18 @@ def _apply(bases, index):
     return out
 
 
-@pytest.mark.parametrize("shape,m,n", [("32x32b", 128, 8), ("16x64b", 64, 8), ("16x64b", 64, 32),
-                                       ("16x128b", 64, 8), ("16x128b", 64, 64), ("16x256b", 64, 16),
-                                       ("16x256b", 64, 64)])
+@pytest.mark.parametrize("shape,m,n", _WARP0_CASES)
 def test_warp0_of_tritons_tmem_layout_is_the_fragment(shape, m, n):
     """Warp 0 of Triton's layout reads rows 0..15 (or 0..31) = TMEM lanes of its own sub-partition,
     columns = TMEM columns (32-bit elements, colStride 1); its registers are .x{num} repetitions."""
     ll = _triton_layout(shape, m, n)
-    regs = 1 << len(ll.reg_bases)
+    regs = 1 << len(ll["register"])
     lanes, cols, per, _ = tcgen05.SHAPES[shape]
     num = regs // per
     ours = _ours(shape, num)
     assert len(ours) == regs * 32
     for (r, lane), cell in ours.items():
-        got = _apply(ll.reg_bases, r) ^ _apply(ll.lane_bases, lane)
+        got = _apply(ll["register"], r) ^ _apply(ll["lane"], lane)
         assert tuple(int(x) for x in got) == cell, (shape, r, lane)
 
 

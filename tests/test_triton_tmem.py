@@ -123,16 +123,19 @@ def test_tmem_bad_parameters():
 # ---------------------------------------------------------------------------------------------
 # tcgen05.ld fragment o TMEM layout == Triton's TMEM register layout
 # ---------------------------------------------------------------------------------------------
+_FRAGMENT_CASES = [("32x32b", 128, 128, 16), ("32x32b", 128, 128, 64), ("32x32b", 128, 128, 128),
+                   ("16x64b", 64, 64, 32), ("16x128b", 64, 64, 32), ("16x256b", 64, 64, 64)]
+_TRITON: dict = {}
+
+
 def _triton_reg_layout(variant, m, n, block_m):
-    from triton._C.libtriton.gluon_ir import compute_tmem_reg_layout
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia import blackwell as bw
-    tl = bw.TensorMemoryLayout(block=(block_m, n), col_stride=1)
-    ll = compute_tmem_reg_layout(gl.float32, [m, n], [m, n], tl, 4, variant)
-    if ll is None:
-        return None
-    return Layout.from_bases({"register": ll.reg_bases, "lane": ll.lane_bases, "warp": ll.warp_bases,
-                              "block": ll.block_bases}, [m, n])
+    """Triton's TMEM register layout as a Layout (``None`` where Triton has none), every case of
+    this module asked at once in one subprocess (``triton_oracle.tmem_reg_layouts``)."""
+    if not _TRITON:
+        from triton_oracle import tmem_reg_layouts
+        _TRITON.update(tmem_reg_layouts([(v, mm, nn, bm) for v, mm, bm, nn in _FRAGMENT_CASES]))
+    bases = _TRITON[(variant, m, n, block_m)]
+    return None if bases is None else Layout.from_bases(bases, [m, n])
 
 
 def _composed(variant, m, n, block_m, registers):
@@ -152,10 +155,7 @@ def _composed(variant, m, n, block_m, registers):
 
 
 @needs_triton
-@pytest.mark.parametrize("variant,m,block_m,n", [
-    ("32x32b", 128, 128, 16), ("32x32b", 128, 128, 64), ("32x32b", 128, 128, 128),
-    ("16x64b", 64, 64, 32), ("16x128b", 64, 64, 32), ("16x256b", 64, 64, 64),
-])
+@pytest.mark.parametrize("variant,m,block_m,n", _FRAGMENT_CASES)
 def test_tcgen05_fragment_composed_with_tmem_is_tritons_register_layout(variant, m, block_m, n):
     theirs = _triton_reg_layout(variant, m, n, block_m)
     if theirs is None:

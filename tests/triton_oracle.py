@@ -291,6 +291,46 @@ def oracle(cases, raw: bool = False):
     return native_many(list(cases), raw=raw)
 
 
+_TMEM_WORKER = r"""
+import json, os, sys
+out = {}
+try:
+    from triton._C.libtriton.gluon_ir import compute_tmem_reg_layout
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia import blackwell as bw
+except ImportError as e:
+    out = {"unavailable": f"Triton without Gluon's Blackwell TMEM layouts: {e}"}
+else:
+    for variant, m, n, block_m in json.loads(sys.stdin.read()):
+        tl = bw.TensorMemoryLayout(block=(block_m, n), col_stride=1)
+        ll = compute_tmem_reg_layout(gl.float32, [m, n], [m, n], tl, 4, variant)
+        out[f"{variant} {m} {n} {block_m}"] = None if ll is None else {
+            "register": ll.reg_bases, "lane": ll.lane_bases, "warp": ll.warp_bases, "block": ll.block_bases}
+sys.stdout.write(json.dumps(out))
+sys.stdout.flush()
+os._exit(0)  # Triton keeps MLIR attributes alive to the end: no nanobind leak report at teardown
+"""
+
+
+def tmem_reg_layouts(cases) -> dict:
+    """Triton's TMEM register layouts (``compute_tmem_reg_layout``, f32, 4 warps) for
+    ``[(variant, m, n, block_m), ...]``, asked in one subprocess: ``{(variant, m, n, block_m):
+    {"register": bases, "lane": ..., "warp": ..., "block": ...} or None}``; raises
+    ``LookupError`` naming why when the installed Triton has none."""
+    import json
+    import subprocess
+    import sys
+    cases = [tuple(c) for c in cases]
+    proc = subprocess.run([sys.executable, "-c", _TMEM_WORKER], input=json.dumps(cases), capture_output=True,
+                          text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the TMEM worker failed: {proc.stderr[-2000:]}")
+    got = json.loads(proc.stdout)
+    if "unavailable" in got:
+        raise LookupError(got["unavailable"])
+    return {c: got[" ".join(map(str, c))] for c in cases}
+
+
 def compare(ours, theirs) -> str | None:
     """None when the two layouts have the same dims, sizes and F2 bases; else what differs."""
     if ours.in_dims != theirs.in_dims:
