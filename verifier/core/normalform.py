@@ -308,8 +308,9 @@ def _chains_combine(ra: RadixPart, rb: RadixPart, dims) -> bool:
 
 def _one_chain(ta: "_Token", tb: "_Token", ra: RadixPart, rb: RadixPart, dims) -> bool:
     """:func:`_chains_combine` on ``dims``, whose place values (and sizes) are the cut tokens
-    ``ta``, ``tb`` of ``ra``, ``rb``: at once for one token, else memoised per pair of tokens."""
-    if ta is tb:
+    ``ta``, ``tb`` of ``ra``, ``rb``: at once for one token or powers of two on both sides
+    (the memo keeps the pairs that need the divisibility test), else memoised per pair of tokens."""
+    if ta is tb or (ra.pow2 and rb.pow2):
         return True
     pair = (ta, tb)
     combine = _COMBINE.get(pair)
