@@ -251,11 +251,12 @@ def num_warps_of(layout: Layout) -> int:
 
 
 def compile_conversions(cases: list[dict], *, python: str | None = None, workers: int = 2,
-                        timeout: float = 900) -> dict:
+                        timeout: float = 900, worker: str | None = None) -> dict:
     """Compile every case (the :mod:`.compile_worker` format) in ``workers`` subprocesses of
     ``python`` (default: this interpreter; another one runs another Triton release). A worker that
     dies is restarted after the case it died on, which is answered ``{"error": "crash ..."}``.
-    Returns ``{id: answer}``."""
+    ``worker``: another worker script of the same protocol (one JSON case a line in, one JSON
+    answer with the case's ``id`` a line out). Returns ``{id: answer}``."""
     import json
     import os
     import selectors
@@ -265,7 +266,7 @@ def compile_conversions(cases: list[dict], *, python: str | None = None, workers
     import time
 
     exe = python or sys.executable
-    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_worker.py")
+    worker = worker or os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_worker.py")
     env = dict(os.environ, TRITON_DEFAULT_FP_FUSION="1", PYTHONWARNINGS="ignore")
     pending = [list(cases[i::workers]) for i in range(workers)]
     procs: list = [None] * workers

@@ -15,7 +15,7 @@ import sys
 from layoutverify.apps import jsonout
 from layoutverify.core.errors import LayoutError
 
-COMMANDS = ["show", "prove", "analyze", "check", "snapshot", "diff", "atlas", "list", "scan", "sweep", "measure", "serve"]
+COMMANDS = ["show", "prove", "analyze", "check", "snapshot", "diff", "atlas", "list", "scan", "sweep", "measure", "serve", "validate"]
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 70

@@ -6,11 +6,7 @@ the compiling interpreter, the target and the case), since compiling 70 kernels 
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
 
 from layoutverify.core.conversion import analyze
@@ -30,32 +26,13 @@ def triton_release(python: str | None = None) -> str:
 
 def compile_suite(pairs: list[Pair], *, arch: int = 90, python: str | None = None, cache_dir: str | None = None,
                   observe: bool = True, workers: int = 2) -> dict[int, dict]:
-    """``{index: worker answer}`` for every pair (see :mod:`layoutverify.adapters.triton.compile_worker`)."""
+    """``{index: worker answer}`` for every pair (see :mod:`layoutverify.adapters.triton.compile_worker`),
+    compiled by ``python``'s Triton (3.6 - 3.9) and cached (:func:`layoutverify.apps.validation.compile.compile_cases`)."""
+    from layoutverify.apps.validation.compile import compile_cases
     release = triton_release(python)
     tv = ".".join(release.split(".")[:2])
     cases = [compile_case(p, i, arch=arch, observe=observe, triton_version=tv) for i, p in enumerate(pairs)]
-    results: dict[int, dict] = {}
-    todo = []
-    keys = {}
-    for c in cases:
-        key = hashlib.sha256(json.dumps([release, {k: v for k, v in c.items() if k != "id"}],
-                                        sort_keys=True).encode()).hexdigest()[:24]
-        keys[c["id"]] = key
-        path = os.path.join(cache_dir, key + ".json") if cache_dir else None
-        if path and os.path.exists(path):
-            with open(path) as f:
-                results[c["id"]] = dict(json.load(f), id=c["id"])
-        else:
-            todo.append(c)
-    if todo:
-        fresh = lowering().compile_conversions(todo, python=python or sys.executable, workers=workers)
-        for cid, r in fresh.items():
-            results[cid] = r
-            if cache_dir and "ptx" in r:
-                os.makedirs(cache_dir, exist_ok=True)
-                with open(os.path.join(cache_dir, keys[cid] + ".json"), "w") as f:
-                    json.dump(r, f)
-    return results
+    return compile_cases(cases, python=python, version=release, cache_dir=cache_dir, workers=workers)
 
 
 @dataclass

@@ -175,8 +175,7 @@ def _instruction(stmt: str, lineno: int, observe: bool) -> Instruction:
     if m:
         negate, guard = m.group(1) == "!", m.group(2)
         stmt = stmt[m.end():]
-    head, _, rest = stmt.partition(" ")
-    head = head.strip()
+    head, rest = (stmt.split(None, 1) + [""])[:2]  # the opcode ends at a space or a tab
     if not re.fullmatch(r"[a-z][\w.:]*", head):
         raise ParseError(f"PTX line {lineno}: cannot read the instruction {stmt!r}", token=head)
     ops = [_operand(t, lineno) for t in _split_operands(rest.strip())] if rest.strip() else []

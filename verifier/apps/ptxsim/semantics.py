@@ -73,6 +73,8 @@ def op_arith(m, ins, mask):
             return
     if name in ("shl", "shr") and _shift_on_data(m, ins, mask, name, w, signed):
         return
+    if name == "bfi" and _insert_on_data(m, ins, mask, w):
+        return
     if name == "mov":
         raise _err(ins, "internal: mov routed to arithmetic")
     if name == "lop3":
@@ -228,6 +230,28 @@ def _shift_on_data(m, ins, mask, name, w, signed) -> bool:
             else:
                 shifted[:, :w - k] = a[:, k:]
         out[rows] = shifted[rows]
+    m.write(dst, out, mask)
+    m.traffic.data_moves += 1
+    return True
+
+
+def _insert_on_data(m, ins, mask, w) -> bool:
+    """``bfi`` of data bytes at whole-byte positions and lengths (Triton 3.0 packs 8-bit elements
+    so): a byte move; False when both values are concrete (the caller computes)."""
+    dst, f, b, pos, ln = ins.operands
+    fv, bv = m.read(f, w), m.read(b, w)
+    if concrete(fv)[mask].all() and concrete(bv)[mask].all():
+        return False
+    start = _ints(m, ins, pos, 4, mask).astype(np.int64) & 0xFF
+    length = _ints(m, ins, ln, 4, mask).astype(np.int64) & 0xFF
+    out = bv.copy()
+    for s, n in {(int(s), int(n)) for s, n in zip(start[mask], length[mask])}:
+        if s % 8 or n % 8:
+            raise _err(ins, "a bit-field insert of data bytes at a position or length that is not whole bytes")
+        k, count = s // 8, min(n // 8, w - s // 8)
+        rows = mask & (start == s) & (length == n)
+        if count > 0:
+            out[rows, k:k + count] = fv[rows, :count]
     m.write(dst, out, mask)
     m.traffic.data_moves += 1
     return True
