@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 import pytest
 
 from layoutverify.adapters.triton import version
@@ -142,3 +144,89 @@ def test_parser_errors():
     prog = parse_ptx(".visible .entry k(\n.param .u64 k_param_0\n)\n.reqntid 32\n{\n\tmov.u32 %r1, %tid.x;\n\tret;\n}\n")
     assert prog.params == ["k_param_0"] and prog.threads == 32 and prog.instructions[0].opcode == "mov.u32"
     assert issubclass(SimError, LayoutError)
+
+
+# -- grown for older Triton releases and replicated registers (issue 22) ------------------------------
+_TINY = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(
+\t.param .u64 k_param_0,
+\t.param .u64 k_param_1
+)
+.reqntid 32
+{
+\t.reg .b32 \t%r<8>;
+\t.reg .b64 \t%rd<8>;
+\tld.param.u64 \t%rd1, [k_param_0];
+\tmov.u32 \t%r1, %tid.x;
+\tmul.wide.u32 \t%rd2, %r1, 4;
+\tadd.s64 \t%rd3, %rd1, %rd2;
+\tld.global.b32 \t%r2, [%rd3];
+\tBODY
+\tmov.b32 %r4, %r3; // lv-observe
+\tret;
+}
+"""
+
+
+def test_opcode_followed_by_a_tab():
+    """Triton 2.x prints ``shfl.sync.idx.b32\\t%r1, ...``: the opcode ends at the tab."""
+    prog = parse_ptx(_TINY.replace("BODY", "shfl.sync.idx.b32\t%r3, %r2, 1, 31, -1;"))
+    ins = [i for i in prog.instructions if i.opcode.startswith("shfl")][0]
+    assert ins.opcode == "shfl.sync.idx.b32" and ins.operands == ["%r3", "%r2", "1", "31", "-1"]
+    from layoutverify.apps.ptxsim import run_conversion
+    m = run_conversion(_TINY.replace("BODY", "shfl.sync.idx.b32\t%r3, %r2, 1, 31, -1;"), 1, 128, threads=32)
+    # every lane received lane 1's word: elements 4..7
+    assert (m.observed[0] == 256 + 8 * np.arange(4, 8)[None, :]).all()
+
+
+def test_tab_separated_ptx_of_a_suite_pair(suite, suite_ptx):
+    p, b, ptx = _pair(suite, ("3.9", suite_ptx("3.9")), "linear-shuffle-1-f32-16x32")
+    tabbed = re.sub(r"\b(shfl\.sync\.\w+\.b32) +", "\\1\t", ptx)
+    assert tabbed != ptx and check_conversion(tabbed, b, p.element_bytes).ok
+
+
+def test_bit_field_insert_of_a_data_byte():
+    """``bfi.b32 d, a, b, 8, 8`` moves byte 0 of ``a`` to byte 1 of ``b`` (Triton 3.0 packs 8-bit
+    elements so); a non-byte position is refused, not guessed."""
+    from layoutverify.apps.ptxsim import run_conversion
+    m = run_conversion(_TINY.replace("BODY", "bfi.b32 \t%r3, %r2, 0, 8, 8;"), 1, 128, threads=32)
+    word = m.observed[0]
+    t = np.arange(32)
+    assert (word[:, 1] == 256 + 8 * 4 * t).all() and (word[:, [0, 2, 3]] == 0).all()
+    with pytest.raises(SimError, match="whole bytes"):
+        run_conversion(_TINY.replace("BODY", "bfi.b32 \t%r3, %r2, 0, 4, 8;"), 1, 128, threads=32)
+
+
+REPLICATED_B = ("triton:#ttg.linear<{register = [[0, 1], [0, 0], [0, 2], [0, 0]], lane = [[1, 0], [2, 0], [4, 0], "
+                "[8, 0], [0, 0]], warp = [[0, 0], [0, 0]], block = []}>")
+
+
+@pytest.mark.parametrize("release", version.SUPPORTED)
+def test_destination_with_replicated_registers(triton_python, tmp_path, release):
+    """B holds every element in 4 registers (two zero register bases): each replica of every
+    thread is checked, and a kernel that observes a wrong register for one of them is caught."""
+    from layoutverify.apps.measure.suite import Pair
+    from layoutverify.apps.measure.validate import compile_suite
+    pair = Pair("replicated-registers", "replicated",
+                "triton:#ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], "
+                "order = [1, 0]}>", REPLICATED_B, (16, 4), "f16")
+    b = layouts(pair, release)[1]
+    assert b.in_size("register") == 16
+    ptx = compile_suite([pair], python=triton_python(release), cache_dir=str(tmp_path))[0]["ptx"]
+    run = check_conversion(ptx, b, pair.element_bytes)
+    assert run.ok, (run.error, run.mismatches[:2])
+    assert run.locations == 128 * 16
+    # 3.6 observes all 8 words (replicas twice), later releases one per distinct register pair
+    obs = re.findall(r"mov\.b32 (%r\d+), (%r\d+); // lv-observe", ptx)
+    assert len(obs) in (2, 8)
+    # swap two observed words of different sources: those registers (and replicas) go wrong
+    (d0, s0) = obs[0]
+    (d1, s1) = next(o for o in obs if o[1] != s0)
+    bad = ptx.replace(f"mov.b32 {d0}, {s0}; // lv-observe", f"mov.b32 {d0}, {s1}; // lv-observe") \
+             .replace(f"mov.b32 {d1}, {s1}; // lv-observe", f"mov.b32 {d1}, {s0}; // lv-observe")
+    run = check_conversion(bad, b, pair.element_bytes)
+    assert not run.ok and run.n_mismatches > 0
+    wrong_regs = {m["location"]["register"] for m in run.mismatches}
+    assert len(wrong_regs) > 1, "a replica is checked, not only its first register"

@@ -26,6 +26,9 @@ def register(sub) -> None:
                    help="read layouts with this release's semantics (default: the cache metadata's, "
                         "else the installed Triton's)")
     p.add_argument("--quiet", action="store_true", help="no table on the terminal (the baseline verdict still prints)")
+    p.add_argument("--validate", action="store_true",
+                   help="compile every distinct convert_layout with the module's Triton release and check its PTX "
+                        "on every thread (layoutverify validate); exit 1 when one is wrong")
     p.set_defaults(func=run)
 
 
@@ -45,6 +48,9 @@ def run(args) -> int:
     options = ScanOptions(triton_version=args.triton_version)
     to_stdout = args.json == "-"
     doc = _scan_with_progress(modules, options, show=not (args.quiet or to_stdout), scan_modules=scan_modules)
+    if args.validate:
+        from layoutverify.apps.validation.scan import scan_validation
+        doc["validation"] = scan_validation(doc, args.triton_version, show=not to_stdout)
     cmp = None
     if old is not None:
         from layoutverify.apps.scan.baseline import compare_scans
@@ -74,7 +80,7 @@ def run(args) -> int:
     if cmp is not None and not to_stdout:
         from layoutverify.apps.scan.baseline import render_baseline
         print(render_baseline(cmp))
-    return 1 if cmp is not None and cmp["worse"] else 0
+    return 1 if (cmp is not None and cmp["worse"]) or doc.get("validation", {}).get("wrong") else 0
 
 
 def _write(path: str, text: str) -> None:

@@ -71,19 +71,11 @@ def _validate_paths(args) -> int:
     return 2
 
 
-def default_release() -> str:
-    from layoutverify.adapters.triton import version
-
-    from layoutverify.apps.validation.releases import WHEELS
-    v = version.installed()
-    return v if v in WHEELS else "3.9"
-
-
 def conversion_of(args):
     """The :class:`~layoutverify.apps.validation.conversion.Conversion` the command line asks for."""
     from layoutverify.adapters import parse_shape, parse_spec
     from layoutverify.apps.validation.conversion import Conversion, check_input
-    from layoutverify.apps.validation.releases import release_of
+    from layoutverify.apps.validation.releases import default_release, release_of
     try:
         release = release_of(args.triton_version) if args.triton_version else default_release()
     except KeyError as e:

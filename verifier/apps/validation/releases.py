@@ -73,6 +73,13 @@ def release_of(text: str) -> str:
     return r
 
 
+def default_release() -> str:
+    """The installed Triton's ``X.Y`` when an environment can be made for it, else 3.9."""
+    from layoutverify.adapters.triton import version
+    v = version.installed()
+    return v if v in WHEELS else "3.9"
+
+
 def triton_version_of(python: str) -> str | None:
     """The full version of the Triton that ``python`` imports (from its package metadata), or ``None``."""
     try:
