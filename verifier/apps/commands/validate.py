@@ -141,8 +141,15 @@ def render(v) -> str:
         got = f["received"]
         got_txt = (f"element {got} (A held it at {_where(f['received_held_in_a_at'])})"
                    if f["received_held_in_a_at"] is not None else f"{got}")
-        lines.append(f"first wrong: {_where(f['b_location'])} of B should hold element {f['expected']} "
-                     f"(A held it at {_where(f['expected_held_in_a_at'])}) but received {got_txt}")
+        if v.register_order:
+            lines.append(f"first wrong: {_where(f['b_location'])} of B should hold element {f['expected']} "
+                         f"(A held it at {_where(f['expected_held_in_a_at'])}) but received {got_txt}")
+        else:  # checked per thread: the register holds an element B does not give this thread
+            thread = {k: x for k, x in f["b_location"].items() if k != "register"}
+            lines.append(f"first wrong: {_where(thread)} of B received {got_txt} in register "
+                         f"{f['b_location']['register']}, which B does not give it, and misses element "
+                         f"{f['expected']} (A held it at {_where(f['expected_held_in_a_at'])}); checked up to "
+                         f"register order, as this release numbers a dot operand's registers otherwise")
     elif v.output_errors:
         e = v.output_errors[0]
         lines.append(f"first wrong output: element {e.get('element')} byte {e.get('byte')} received {e.get('got')}")
