@@ -52,7 +52,7 @@ def test_int8_accumulator_to_operand_a_was_miscompiled_by_3_2(capsys, monkeypatc
     rc, text, doc = _validate(capsys, monkeypatch, triton_python, "3.2", "i8", 4)
     assert rc == 1 and doc["verdict"] == "wrong" and doc["triton"] == "3.2.0"
     assert text.startswith("WRONG: Triton 3.2.0 (sm_80, i8, 64x64) miscompiles A -> B")
-    assert "first wrong: register" in text
+    assert "first wrong: lane " in text and "misses element" in text and "up to register order" in text
     assert doc["register_order"] is False and doc["output_ok"] is None
     assert doc["ptx_class"] == "registers", "the shortcut moves nothing between threads"
     # the counterexample, re-checked on the layouts: the thread at b_location is owed `expected`

@@ -116,8 +116,8 @@ def compile_case(c: Conversion, case_id) -> dict:
 
 def check(c: Conversion, answer: dict, max_report: int = 10, compiled_case: dict | None = None) -> Validation:
     """The verdict on one compiled kernel (``answer``: the compile worker's, for ``compiled_case``)."""
-    from layoutverify.apps.ptxsim import check_conversion
     from layoutverify.adapters import adapter
+    from layoutverify.apps.ptxsim import check_conversion
     if "ptx" not in answer:
         return Validation(c, "unsupported", triton=answer.get("triton"),
                           reason=f"Triton {answer.get('triton') or WHEELS[c.release]} did not compile the kernel: "
@@ -129,8 +129,8 @@ def check(c: Conversion, answer: dict, max_report: int = 10, compiled_case: dict
     # in any register order
     run = check_conversion(answer["ptx"], b, c.element_bytes, max_report=max_report, check_output=stores,
                            up_to_register_order=not stores)
-    v = Validation(c, "correct" if run.ok else "wrong", triton=answer.get("triton"),
-                   locations=run.locations, n_wrong=run.n_mismatches, output_ok=run.output_ok if stores and not run.error else None,
+    v = Validation(c, "correct" if run.ok else "wrong", triton=answer.get("triton"), locations=run.locations,
+                   n_wrong=run.n_mismatches, output_ok=run.output_ok if stores and not run.error else None,
                    output_errors=run.output_errors, ptx_class=adapter("triton").lowering.ptx_class(answer["ptx"]),
                    traffic=run.traffic.to_json() if run.traffic else None, register_order=stores)
     if run.error:
@@ -175,6 +175,8 @@ def validate_many(conversions: list[Conversion], *, interpreters=None, cache_dir
     input). A conversion whose layouts cannot be read or written for its release is
     ``unsupported`` with the reason; a release whose environment cannot be had raises
     :class:`~.releases.Unavailable`."""
+    from layoutverify.apps.measure.validate import triton_release
+
     from .compile import compile_cases, uses_gluon
     from .releases import Interpreters
     interpreters = interpreters or Interpreters()
@@ -189,7 +191,6 @@ def validate_many(conversions: list[Conversion], *, interpreters=None, cache_dir
         by_release.setdefault(c.release, []).append(case)
     for release in sorted(by_release, key=lambda r: tuple(int(x) for x in r.split("."))):
         python = interpreters.resolve(release)
-        from layoutverify.apps.measure.validate import triton_release
         version = triton_release(python)
         answers = compile_cases(by_release[release], python=python, version=version, cache_dir=cache_dir,
                                 gluon=uses_gluon(release), workers=workers)

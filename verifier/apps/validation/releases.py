@@ -74,9 +74,13 @@ def release_of(text: str) -> str:
 
 
 def default_release() -> str:
-    """The installed Triton's ``X.Y`` when an environment can be made for it, else 3.9."""
-    from layoutverify.adapters.triton import version
-    v = version.installed()
+    """The installed Triton's ``X.Y`` (from its package metadata) when an environment can be made
+    for it, else 3.9."""
+    from importlib import metadata
+    try:
+        v = major_minor(metadata.version("triton"))
+    except metadata.PackageNotFoundError:
+        return "3.9"
     return v if v in WHEELS else "3.9"
 
 
