@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -463,7 +464,7 @@ def create_app(config: Config | None = None) -> FastAPI:
     @app.get("/healthz", tags=["service"])
     async def healthz():
         pool = service.pool
-        return {"status": "ok", "store": "postgresql" if service.store.postgres else "sqlite",
+        return {"status": "ok", "pid": os.getpid(), "store": "postgresql" if service.store.postgres else "sqlite",
                 "schema_version": await service.db(service.store.version), "workers": pool.size,
                 "running": pool.running, "waiting": pool.waiting, "worker_pids": pool.pids(),
                 "tool_version": tool_version()}
