@@ -151,7 +151,7 @@ def test_swagger_ui_renders_without_a_cdn(server, browser):
     page.goto(server.url + "/docs")
     page.wait_for_selector(".swagger-ui .info .title", timeout=60_000)
     assert "layoutverify" in page.inner_text(".swagger-ui .info .title")
-    page.wait_for_selector("text=/v1/prove", timeout=60_000)
+    page.wait_for_selector("[data-path='/v1/prove']", timeout=60_000)
     assert foreign == []
     page.close()
 
