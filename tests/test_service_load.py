@@ -49,7 +49,7 @@ def test_spellings_of_one_show_stay_small():
         specs = spellings(2000)
         assert len(set(specs)) == 2000
         status, first = jhttp("POST", s.url + "/v1/show", {"spec": specs[0], "shape": "64x64"})
-        assert status == 200 and len(json.dumps(first)) > 50_000   # a 64x64 grid as data
+        assert status == 200 and len(json.dumps(first)) > 40_000   # a 64x64 grid as data
         for spec in specs[1:20]:   # warm up: allocator arenas, connection pools, first pages of the store
             assert jhttp("POST", s.url + "/v1/show", {"spec": spec, "shape": [64, 64]})[0] == 200
         before = rss_bytes(s.proc.pid)
@@ -101,9 +101,11 @@ def test_worker_left_large_is_replaced():
 
 def test_check_job_beside_eight_clients():
     """A 300-claim check job and 8 clients proving one new pair after another: the clients' p99
-    stays under 1 s, none gets a 503, and the job finishes with all 300 outcomes."""
+    stays under 1 s, none gets a 503, and the job finishes with all 300 outcomes. Each claim
+    holds its worker 50 ms longer (the test-only claim delay) so that the job runs all along."""
     d = tempfile.mkdtemp(prefix="lv-fair-")
-    s = Server(os.path.join(d, "r.sqlite3"), workers=2).start()
+    s = Server(os.path.join(d, "r.sqlite3"), workers=2, faults=True,
+               env={"LAYOUTVERIFY_SERVICE_CLAIM_DELAY_S": "0.05"}).start()
     try:
         claims = []
         for i, p in enumerate(blocked_pairs(300, start=0)):
@@ -129,9 +131,9 @@ def test_check_job_beside_eight_clients():
         threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
         for t in threads:
             t.start()
-        running_meanwhile = jhttp("GET", s.url + f"/v1/jobs/{job['job']}")[1]
         for t in threads:
             t.join()
+        running_meanwhile = jhttp("GET", s.url + f"/v1/jobs/{job['job']}")[1]
         deadline = time.monotonic() + 600
         while job["status"] != "done" and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -140,7 +142,8 @@ def test_check_job_beside_eight_clients():
         p99 = latencies[int(0.99 * (len(latencies) - 1))]
         print(f"8 clients x 40 proofs beside a 300-claim job: p50 {latencies[len(latencies) // 2] * 1000:.0f} ms, "
               f"p99 {p99 * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms; job {running_meanwhile['done']}/300 "
-              f"done when the clients started")
+              f"done when the clients were")
+        assert running_meanwhile["done"] < 300   # the job ran beside the clients all along
         assert statuses.count(503) == 0 and set(statuses) == {200}
         assert p99 < 1.0
         assert job["status"] == "done" and job["done"] == 300 and job["result"]["summary"]["total"] == 300
