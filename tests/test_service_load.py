@@ -264,3 +264,54 @@ def test_processes_share_one_port_and_store():
     finally:
         s.stop()
         pg.stop()
+
+
+def test_check_job_budget():
+    """A job that spends its worker-time budget (``--check-budget``) ends: the claims left are
+    ``error`` outcomes that say so, and the job is done."""
+    d = tempfile.mkdtemp(prefix="lv-budget-")
+    s = Server(os.path.join(d, "r.sqlite3"), workers=2, faults=True, args=["--check-budget", "1"],
+               env={"LAYOUTVERIFY_SERVICE_CLAIM_DELAY_S": "0.4"}).start()
+    try:
+        claims = []
+        for i, p in enumerate(blocked_pairs(10, start=700)):
+            claims += ["[[claim]]", f'name = "c{i}"', f'a = "{p["a"]}"', f'b = "{p["b"]}"', f'shape = "{p["shape"]}"',
+                       'expect = "not_equal"']
+        status, job = jhttp("POST", s.url + "/v1/check", {"corpus": "\n".join(claims)})
+        deadline = time.monotonic() + 120
+        while job["status"] != "done" and time.monotonic() < deadline:
+            time.sleep(0.3)
+            job = jhttp("GET", s.url + f"/v1/jobs/{job['job']}")[1]
+        assert job["status"] == "done" and job["passed"] is False
+        statuses = [c["status"] for c in job["result"]["claims"]]
+        checked = statuses.count("holds")
+        assert 2 <= checked <= 4, statuses           # 1 s of budget at about 0.4 s a claim
+        assert statuses == ["holds"] * checked + ["error"] * (10 - checked)
+        assert all("time budget of 1 s" in c["message"] for c in job["result"]["claims"][checked:])
+    finally:
+        s.stop()
+
+
+def test_clients_take_turns():
+    """One client with six long jobs waiting does not hold up another client's tiny prove: the
+    pool serves clients in turn (one worker here; each long job holds it 1.5 s)."""
+    d = tempfile.mkdtemp(prefix="lv-turns-")
+    s = Server(os.path.join(d, "r.sqlite3"), workers=1, faults=True).start()
+    try:
+        heavy = [threading.Thread(target=http, args=("POST", s.url + "/v1/_fault/hang?seconds=1.5"),
+                                  kwargs={"raw": b"", "headers": {"X-Forwarded-For": "10.0.0.1"}, "timeout": 120})
+                 for _ in range(6)]
+        for t in heavy:
+            t.start()
+        time.sleep(1.0)   # all six are in: one runs, five wait
+        t0 = time.perf_counter()
+        status, got = jhttp("POST", s.url + "/v1/prove", blocked_pairs(1, start=900)[0],
+                            headers={"X-Forwarded-For": "10.0.0.2"}, timeout=120)
+        waited = time.perf_counter() - t0
+        for t in heavy:
+            t.join()
+        assert status == 200
+        print(f"a tiny prove behind another client's 6 jobs of 1.5 s waited {waited:.2f} s")
+        assert waited < 4.0      # first come, first served it would wait behind all five: 7.5 s
+    finally:
+        s.stop()

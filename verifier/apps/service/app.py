@@ -485,11 +485,11 @@ def create_app(config: Config | None = None) -> FastAPI:
 
     if config.faults:  # test-only (workers.FAULTS_ENV): a job that kills its worker, or one that never ends
         @app.post("/v1/_fault/{name}", include_in_schema=False)
-        async def fault(name: str, seconds: float = 3.0, mb: int = 256):
+        async def fault(request: Request, name: str, seconds: float = 3.0, mb: int = 256):
             if name not in ("crash", "hang", "hog", "bloat"):
                 raise rq.RequestError(404, "not_found", f"no fault {name!r}")
             try:
-                out = await service.run_job("_" + name, {"mb": mb}, seconds)
+                out = await service.run_job("_" + name, {"mb": mb}, seconds, client_of(request))
             except WorkerTimeout:
                 raise rq.RequestError(504, "timeout", f"the job ran past its deadline of {seconds} s; its worker "
                                       "was stopped") from None
