@@ -312,17 +312,25 @@ class Pool:
             raise
         batch = ticket.job.pop("_batch", False)
         self.jobs += 1
+        call = loop.run_in_executor(self._threads, worker.call, ticket.job, deadline, self.recycle_bytes)
         try:
-            status, value, rss = await loop.run_in_executor(self._threads, worker.call, ticket.job, deadline,
-                                                             self.recycle_bytes)
+            status, value, rss = await asyncio.shield(call)
+        except asyncio.CancelledError:
+            # the caller went away; the worker is still busy until its thread returns
+            call.add_done_callback(lambda _f: (_f.exception(), self._release(worker, batch)))
+            raise
         except WorkerTimeout:
+            self._release(worker, batch)
             self.on_event("worker_timeout")
             raise
         except WorkerCrashed:
+            self._release(worker, batch)
             self.on_event("worker_crash")
             raise
-        finally:
+        except BaseException:
             self._release(worker, batch)
+            raise
+        self._release(worker, batch)
         if rss is None:
             self.recycled += 1
         if status == "ok":
