@@ -55,8 +55,10 @@ class Server:
     """``layoutverify serve`` in its own process group (so that ``kill -9`` takes its workers too)."""
 
     def __init__(self, db: str, *, workers: int = 2, queue: int = 64, token_file: str | None = None,
-                 faults: bool = False, log_dir: str | None = None):
+                 faults: bool = False, log_dir: str | None = None, args: list[str] | None = None,
+                 env: dict | None = None):
         self.db, self.workers, self.queue, self.token_file, self.faults = db, workers, queue, token_file, faults
+        self.args, self.env = list(args or []), dict(env or {})
         self.log_dir = log_dir or tempfile.mkdtemp(prefix="lv-serve-log-")
         self.proc = None
         self.port = None
@@ -71,7 +73,8 @@ class Server:
                "--workers", str(self.workers), "--queue", str(self.queue)]
         if self.token_file:
             cmd += ["--token-file", self.token_file]
-        env = dict(os.environ)
+        cmd += self.args
+        env = {**os.environ, **self.env}
         if self.faults:
             env["LAYOUTVERIFY_SERVICE_FAULTS"] = "1"
         self.log = open(os.path.join(self.log_dir, f"serve-{self.port}.log"), "w")
@@ -148,7 +151,7 @@ class Postgres:
     def start(self) -> "Postgres":
         data = os.path.join(self.dir, "data")
         self._run([_pg_bin("initdb"), "-D", data, "-U", "lv", "--auth=trust", "-E", "UTF8", "--no-sync"], timeout=120)
-        opts = f"-p {self.port} -k {self.dir} -h 127.0.0.1 -c fsync=on -c max_connections=100"
+        opts = f"-p {self.port} -k {self.dir} -h 127.0.0.1 -c fsync=on -c max_connections=200"
         self._run([_pg_bin("pg_ctl"), "-D", data, "-o", opts, "-l", os.path.join(self.dir, "log"), "-w", "start"],
                   timeout=120)
         self._run([_pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "lv", "layoutverify"],
@@ -158,6 +161,15 @@ class Postgres:
     @property
     def url(self) -> str:
         return f"postgresql://lv@127.0.0.1:{self.port}/layoutverify"
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data (``resume`` starts it again on the same port)."""
+        self._run([_pg_bin("pg_ctl"), "-D", os.path.join(self.dir, "data"), "-m", "fast", "-w", "stop"], timeout=120)
+
+    def resume(self) -> None:
+        opts = f"-p {self.port} -k {self.dir} -h 127.0.0.1 -c fsync=on -c max_connections=200"
+        self._run([_pg_bin("pg_ctl"), "-D", os.path.join(self.dir, "data"), "-o", opts, "-l",
+                   os.path.join(self.dir, "log"), "-w", "start"], timeout=120)
 
     def stop(self) -> None:
         try:
@@ -169,6 +181,24 @@ class Postgres:
 
 def store_url(backend: str, tmp_dir: str, pg: Postgres | None) -> str:
     return pg.url if backend == "postgresql" else os.path.join(tmp_dir, "results.sqlite3")
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of process ``pid`` (``VmRSS`` in ``/proc/PID/status``)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def metric(server: "Server", name: str) -> float:
+    """One unlabelled sample of ``/metrics`` (e.g. ``layoutverify_worker_jobs_total``)."""
+    _, _, text = http("GET", server.url + "/metrics")
+    for line in text.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise KeyError(name)
 
 
 # -- layouts ----------------------------------------------------------------------------------------

@@ -98,13 +98,19 @@ def test_prove_matches_cli_and_triton(server):
     status, again = jhttp("POST", server.url + "/v1/prove", body)
     assert status == 200 and again["cached"] is True and again["id"] == got["id"]
     status, spelled = jhttp("POST", server.url + "/v1/prove", {**body, "shape": [32, 32]})
-    assert status == 200 and spelled["cached"] is True and spelled["id"] == got["id"]
+    assert status == 200 and spelled["cached"] is True and spelled["result_id"] == got["result_id"]
     assert spelled["witness"] == got["witness"]
+    # ... whose permalink shows that caller's own input, not the first asker's (issue 26, item 5)
+    assert spelled["id"] != got["id"]
+    status, mine = jhttp("GET", server.url + f"/v1/results/{spelled['id']}")
+    assert status == 200 and mine["request"]["shape"] == [32, 32] and mine["result_id"] == got["result_id"]
+    status, theirs = jhttp("GET", server.url + f"/v1/results/{got['id']}")
+    assert status == 200 and theirs["request"]["shape"] == "32x32"
     # stored result, by id and by fingerprint
     status, stored = jhttp("GET", server.url + f"/v1/results/{got['id']}")
     assert status == 200 and stored["verdict"] == "not_equal" and stored["witness"] == got["witness"]
     status, listed = jhttp("GET", server.url + f"/v1/results?fingerprint={got['fingerprints']['a']}")
-    assert status == 200 and got["id"] in [r["id"] for r in listed["results"]]
+    assert status == 200 and got["result_id"] in [r["result_id"] for r in listed["results"]]
     # text by Accept header
     status, _, text = http("POST", server.url + "/v1/prove", body, headers={"Accept": "text/plain"})
     assert status == 200 and text.decode().startswith("verdict: not_equal\n")
@@ -222,10 +228,13 @@ def test_check_job(server):
         status, got = jhttp("GET", server.url + f"/v1/jobs/{jid}")
         assert status == 200
     assert got["status"] == "done" and got["done"] == got["total"] == 3
-    by_name = {o["claim"]["name"]: o for o in got["outcomes"]}
+    doc = got["result"]
+    assert (doc["schema"], doc["kind"]) == ("layoutverify/1", "check")
+    by_name = {o["claim"]["name"]: o for o in doc["claims"]}
     assert by_name["mma-is-ptx"]["status"] == "holds"
     assert by_name["blocked-differ"]["status"] == "holds"
-    assert by_name["wrong"]["status"] == "fails" and got["passed"] is False
+    assert by_name["wrong"]["status"] == "fails" and doc["passed"] is False and got["passed"] is False
+    assert doc["summary"] == {"holds": 2, "fails": 1, "errors": 0, "known": 0, "findings": 0, "total": 3}
     # the TOML itself as the body
     status, _, raw = http("POST", server.url + "/v1/check", raw=toml.encode(), headers={"Content-Type": "application/toml"})
     assert status in (200, 202) and json.loads(raw)["total"] == 3

@@ -90,36 +90,56 @@ def grids(args: dict, store) -> dict:
 
 
 def check_load(args: dict, store) -> dict:
-    """Parse a corpus TOML text; the claims come back as dicts (for ``check_claim`` jobs)."""
+    """Parse a corpus TOML text; the claims come back as dicts (for ``check_claim`` jobs). The
+    corpus is named ``args["name"]`` (default ``request``): claim ids are ``NAME::claim``, as the
+    CLI names them after the file's stem."""
     from dataclasses import asdict
 
     from layoutverify.apps import corpus
+    name = args.get("name") or "request"
     with tempfile.TemporaryDirectory(prefix="layoutverify-check-") as d:
-        path = os.path.join(d, "request.toml")
+        path = os.path.join(d, f"{name}.toml")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(args["corpus"])
         try:
             c = corpus.load_file(path)
         except LayoutError as e:
-            raise type(e)(str(e).replace(path, "<request>")) from None
+            raise type(e)(str(e).replace(path, f"<{name}.toml>")) from None
     claims = []
     for cl in c.claims:
         d = asdict(cl)
-        d["source"] = "request"
-        claims.append(d)
+        d["source"] = f"{name}.toml"
+        claims.append(api.jsonable(d))
     return {"claims": claims}
+
+
+#: Claim fields that are tuples (JSON brings them back as lists)
+_TUPLE_FIELDS = ("shape_a", "shape_b", "subtile_offsets", "expect_warnings")
+
+
+def claim_from_json(d: dict):
+    """The :class:`~layoutverify.apps.corpus.Claim` a ``check_load`` dict describes."""
+    from layoutverify.apps.corpus import Claim
+    return Claim(**{**d, **{k: _tuple(d.get(k)) for k in _TUPLE_FIELDS}})
 
 
 def check_claim(args: dict, store) -> dict:
     from layoutverify.apps.claims import check_claim as run_claim
-    from layoutverify.apps.corpus import Claim
-    claim = Claim(**{**args["claim"], "shape_a": _tuple(args["claim"].get("shape_a")),
-                     "shape_b": _tuple(args["claim"].get("shape_b"))})
-    return api.jsonable(run_claim(claim).to_json())
+    delay = float(os.environ.get(CLAIM_DELAY_ENV) or 0)
+    if delay and os.environ.get("LAYOUTVERIFY_SERVICE_FAULTS") == "1":
+        import time
+        time.sleep(delay)
+    return api.jsonable(run_claim(claim_from_json(args["claim"])).to_json())
+
+
+#: test-only (with the faults switch): seconds each claim sleeps first, to stop a job mid-run
+CLAIM_DELAY_ENV = "LAYOUTVERIFY_SERVICE_CLAIM_DELAY_S"
 
 
 def _tuple(v):
-    return None if v is None else tuple(v)
+    if isinstance(v, list):
+        return tuple(_tuple(x) for x in v)
+    return v
 
 
 def ping(args: dict, store) -> dict:

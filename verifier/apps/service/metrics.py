@@ -17,6 +17,14 @@ _PLAIN = {"/", "/prove", "/healthz", "/metrics", "/openapi.json", "/v1/prove", "
           "/v1/results"}
 
 
+#: HTTP methods reported as themselves; any other is ``other`` (a label never holds client text)
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT"})
+
+
+def method_label(method: str) -> str:
+    return method if method in METHODS else "other"
+
+
 def route_label(path: str) -> str:
     if path in _PLAIN:
         return path
@@ -45,7 +53,7 @@ class Metrics:
 
     def observe(self, path: str, method: str, status: int, seconds: float) -> None:
         label = route_label(path)
-        self.requests[(label, method, status)] += 1
+        self.requests[(label, method_label(method), status)] += 1
         counts = self.latency.setdefault(label, [0] * len(BUCKETS))
         for i, bound in enumerate(BUCKETS):
             if seconds <= bound:
@@ -60,7 +68,7 @@ class Metrics:
     def event(self, name: str) -> None:
         self.events[name] += 1
 
-    def render(self, gauges: dict | None = None) -> str:
+    def render(self, gauges: dict | None = None, counters: dict | None = None) -> str:
         out = ["# HELP layoutverify_requests_total HTTP requests by route, method and status.",
                "# TYPE layoutverify_requests_total counter"]
         for (path, method, status), n in sorted(self.requests.items()):
@@ -89,6 +97,9 @@ class Metrics:
                             ("busy_rejections", "Requests refused with 503 because the queue was full.")):
             out += [f"# HELP layoutverify_{name}_total {help_}", f"# TYPE layoutverify_{name}_total counter",
                     f"layoutverify_{name}_total {self.events.get(name, 0)}"]
+        for name, (help_, value) in sorted((counters or {}).items()):
+            out += [f"# HELP layoutverify_{name}_total {help_}", f"# TYPE layoutverify_{name}_total counter",
+                    f"layoutverify_{name}_total {value}"]
         for name, (help_, value) in sorted((gauges or {}).items()):
             out += [f"# HELP layoutverify_{name} {help_}", f"# TYPE layoutverify_{name} gauge",
                     f"layoutverify_{name} {value}"]

@@ -76,6 +76,9 @@ class ShowRequest(LayoutOptions):
 
 class CheckRequest(_Body):
     corpus: str = Field(max_length=MAX_BODY, description="a corpus file's TOML text")
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+                             description="the corpus's name (the CLI's file stem): claim ids are NAME::claim "
+                                         "(default 'request')")
 
 
 def refuse_file_reference(spec: str | None, field: str) -> None:

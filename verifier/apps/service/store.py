@@ -6,8 +6,12 @@ id is derived from the key (the first 80 bits of its SHA-256, base32), so replic
 PostgreSQL store give the same permalink for the same question. ``unknown`` verdicts are kept
 (their permalinks work) under a key of their own so that they never answer a later query.
 
-A second table, ``aliases``, maps the hash of a request *as written* to its result, so that a
-repeated request is answered without parsing its layouts.
+The table ``permalinks`` maps the hash of a request *as written* to its result: a repeated
+request is answered without parsing its layouts, and its permalink (``/r/{id}``) shows that
+caller's own text, not the first asker's. ``views`` keeps what a permalink page draws (grids,
+conversion report) once an authorised caller had it computed; ``job_claims`` keeps each claim of
+a check job and its outcome, so that an interrupted job resumes where it stopped. (``aliases``,
+the table permalinks replace, stays unused for old stores.)
 
 Durability: a result is acknowledged only after its transaction commits. SQLite runs in WAL
 mode with ``synchronous=NORMAL``: a committed transaction survives the process being killed
@@ -67,6 +71,35 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             created DOUBLE PRECISION NOT NULL,
             updated DOUBLE PRECISION NOT NULL)""",
     ]),
+    (3, [
+        # a question as one caller wrote it: its permalink, and the result it was answered with
+        """CREATE TABLE permalinks (
+            id TEXT PRIMARY KEY,
+            request_hash TEXT NOT NULL UNIQUE,
+            result_id TEXT NOT NULL REFERENCES results (id),
+            request TEXT NOT NULL,
+            final INTEGER NOT NULL,
+            created DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX permalinks_result ON permalinks (result_id)",
+        # what a permalink page draws (grids, conversion report), computed once for an authorised caller
+        """CREATE TABLE views (
+            key TEXT PRIMARY KEY,
+            permalink TEXT NOT NULL,
+            view TEXT NOT NULL,
+            created DOUBLE PRECISION NOT NULL)""",
+        # check jobs: their claims and outcomes one by one (an interrupted job resumes where it stopped)
+        "ALTER TABLE jobs ADD COLUMN owner TEXT",
+        "ALTER TABLE jobs ADD COLUMN heartbeat DOUBLE PRECISION",
+        "ALTER TABLE jobs ADD COLUMN spent DOUBLE PRECISION",
+        """CREATE TABLE job_claims (
+            job_id TEXT NOT NULL REFERENCES jobs (id),
+            idx INTEGER NOT NULL,
+            claim TEXT NOT NULL,
+            outcome TEXT,
+            PRIMARY KEY (job_id, idx))""",
+        # secrets every service process on this store shares (the web form's CSRF key)
+        "CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -93,6 +126,18 @@ def store_key(kind: str, fp_a: str, fp_b: str, options: dict, tool_version: str)
     return canonical_json([kind, fp_a, fp_b, options, tool_version])
 
 
+class StoreUnavailable(LayoutError):
+    """The store cannot be reached (PostgreSQL down or unreachable): the service answers 503."""
+
+
+class _Reconnect(Exception):
+    """A pooled connection slot whose connection was lost: open a new one."""
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
 class Store:
     """One connection to the store, safe to share between threads (calls are serialised)."""
 
@@ -100,6 +145,7 @@ class Store:
         self.url = url
         self.postgres = bool(url) and url.startswith(("postgresql://", "postgres://"))
         self._lock = threading.RLock()
+        self.writes = 0   # write transactions committed by this process (``/metrics``)
         if self.postgres:
             # a few connections, so that threads do not wait on each other's round trips and commits
             self._pool: queue.LifoQueue = queue.LifoQueue()
@@ -128,32 +174,42 @@ class Store:
         except ImportError:
             raise LayoutError("a PostgreSQL store needs psycopg 3: pip install 'layoutverify[service]'") from None
         try:
-            return psycopg.connect(self.url, autocommit=True)
+            return psycopg.connect(self.url, autocommit=True, connect_timeout=5)
         except psycopg.Error as e:
-            raise LayoutError(f"cannot connect to the PostgreSQL store: {str(e).splitlines()[0]}") from None
+            raise StoreUnavailable(f"cannot connect to the PostgreSQL store: {_first_line(e)}") from None
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.postgres else sql
 
     def _with_conn(self, fn):
         """``fn(connection)``: SQLite's one connection under the lock, or a pooled PostgreSQL one
-        (opened again once when it broke, e.g. after a server restart)."""
+        (opened again once when it broke, e.g. after a server restart). A PostgreSQL server that
+        cannot be reached raises :class:`StoreUnavailable`."""
         if not self.postgres:
             with self._lock:
                 return fn(self.conn)
         conn = self._pool.get()
         try:
             try:
+                if conn is None:
+                    raise _Reconnect()
                 return fn(conn)
             except Exception as e:
-                if not _is_connection_error(e):
+                if not isinstance(e, _Reconnect) and not _is_connection_error(e):
                     raise
                 try:
-                    conn.close()
+                    if conn is not None:
+                        conn.close()
                 except Exception:
                     pass
+                conn = None
                 conn = self._connect_postgres()
-                return fn(conn)
+                try:
+                    return fn(conn)
+                except Exception as e2:
+                    if _is_connection_error(e2):
+                        raise StoreUnavailable(_first_line(e2)) from None
+                    raise
         finally:
             self._pool.put(conn)
 
@@ -180,11 +236,14 @@ class Store:
                 raise
             conn.execute("COMMIT")
         self._with_conn(run)
+        self.writes += 1
 
     def close(self) -> None:
         if self.postgres:
             while not self._pool.empty():
-                self._pool.get().close()
+                conn = self._pool.get()
+                if conn is not None:
+                    conn.close()
         else:
             with self._lock:
                 self.conn.close()
@@ -229,49 +288,76 @@ class Store:
     # -- results --------------------------------------------------------------------------------
     def put(self, *, kind: str, fp_a: str, fp_b: str, options: dict, tool_version: str, request: dict,
             result: dict, verdict: str | None, smt2: str | None = None, cacheable: bool = True,
-            request_hash: str | None = None) -> str:
-        """Store a result (once per key) and return its id; ``request_hash`` also gets an alias."""
+            request_hash: str | None = None) -> tuple[str | None, str]:
+        """Store a result (once per key) and, for ``request_hash``, the caller's permalink to it, in
+        one transaction. Returns ``(permalink id or None, result id)``.
+
+        A result that may not answer later questions (``cacheable=False``: an ``unknown`` verdict)
+        is kept under a key of its own, one row per question, replaced by the latest such answer."""
         key = store_key(kind, fp_a, fp_b, options, tool_version)
         if not cacheable:
-            key = f"uncached:{secrets.token_hex(16)}:{key}"
+            key = f"unknown:{key}"
         rid = result_id(key)
-        statements = [(
-            f"INSERT INTO results ({_RESULT_COLUMNS}, smt2) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (key) DO NOTHING",
-            (rid, key, kind, fp_a, fp_b, canonical_json(options), tool_version, canonical_json(request),
-             json.dumps(result), verdict, time.time(), smt2))]
-        if request_hash and cacheable:
-            statements.append(("INSERT INTO aliases (request_hash, result_id) VALUES (?, ?) "
-                               "ON CONFLICT (request_hash) DO NOTHING", (request_hash, rid)))
+        values = (rid, key, kind, fp_a, fp_b, canonical_json(options), tool_version, canonical_json(request),
+                  json.dumps(result), verdict, time.time(), smt2)
+        insert = f"INSERT INTO results ({_RESULT_COLUMNS}, smt2) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        if cacheable:
+            insert += "ON CONFLICT (key) DO NOTHING"
+        else:
+            insert += ("ON CONFLICT (key) DO UPDATE SET result = excluded.result, verdict = excluded.verdict, "
+                       "smt2 = excluded.smt2, created = excluded.created")
+        statements = [(insert, values)]
+        pid = None
+        if request_hash:
+            pid, link = self._link_statement(request_hash, rid, request, cacheable)
+            statements.append(link)
         self._transaction(statements)
-        return rid
+        return pid, rid
 
-    def add_alias(self, request_hash: str, rid: str) -> None:
-        self._transaction([("INSERT INTO aliases (request_hash, result_id) VALUES (?, ?) "
-                            "ON CONFLICT (request_hash) DO NOTHING", (request_hash, rid))])
+    def _link_statement(self, request_hash: str, rid: str, request: dict, final: bool):
+        """The permalink of a request as written: created, or moved from a non-final answer (an
+        ``unknown``) to a newer one; a final answer is never replaced."""
+        pid = result_id(f"request:{request_hash}")
+        return pid, ("INSERT INTO permalinks (id, request_hash, result_id, request, final, created) "
+                     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (request_hash) DO UPDATE SET "
+                     "result_id = excluded.result_id, final = excluded.final WHERE permalinks.final = 0",
+                     (pid, request_hash, rid, canonical_json(request), 1 if final else 0, time.time()))
+
+    def link(self, request_hash: str, rid: str, request: dict) -> str:
+        """The permalink id of a request answered by the stored (final) result ``rid``."""
+        pid, statement = self._link_statement(request_hash, rid, request, True)
+        self._transaction([statement])
+        return pid
 
     def by_key(self, kind: str, fp_a: str, fp_b: str, options: dict, tool_version: str) -> dict | None:
         rows = self._rows(f"SELECT {_RESULT_COLUMNS} FROM results WHERE key = ?",
                           (store_key(kind, fp_a, fp_b, options, tool_version),))
         return _decode(rows[0]) if rows else None
 
-    def by_alias(self, request_hash: str) -> dict | None:
-        rows = self._rows(f"SELECT {', '.join('r.' + c.strip() for c in _RESULT_COLUMNS.split(','))} "
-                          "FROM aliases a JOIN results r ON r.id = a.result_id WHERE a.request_hash = ?",
-                          (request_hash,))
+    def by_request(self, request_hash: str) -> dict | None:
+        """The final result a request (as written) was answered with, with ``permalink`` (its id)."""
+        cols = ", ".join("r." + c.strip() for c in _RESULT_COLUMNS.split(","))
+        rows = self._rows(f"SELECT p.id AS permalink, {cols} FROM permalinks p JOIN results r ON r.id = p.result_id "
+                          "WHERE p.request_hash = ? AND p.final = 1", (request_hash,))
         return _decode(rows[0]) if rows else None
 
     def get(self, rid: str) -> dict | None:
-        rows = self._rows(f"SELECT {_RESULT_COLUMNS} FROM results WHERE id = ?", (rid,))
+        """A permalink (the result with the caller's ``request`` and ``result_id``) or a result by id."""
+        cols = ", ".join("r." + c.strip() for c in _RESULT_COLUMNS.split(",") if c.strip() not in ("id", "request"))
+        rows = self._rows(f"SELECT p.id AS id, p.request AS request, r.id AS result_id, {cols} FROM permalinks p "
+                          "JOIN results r ON r.id = p.result_id WHERE p.id = ?", (rid,))
+        if not rows:
+            rows = self._rows(f"SELECT {_RESULT_COLUMNS}, id AS result_id FROM results WHERE id = ?", (rid,))
         return _decode(rows[0]) if rows else None
 
     def smt2(self, rid: str) -> tuple[bool, str | None]:
-        """(whether the result exists, its SMT-LIB2 text or ``None``)."""
-        rows = self._rows("SELECT smt2 FROM results WHERE id = ?", (rid,))
+        """(whether the result or permalink exists, its SMT-LIB2 text or ``None``)."""
+        rows = self._rows("SELECT r.smt2 AS smt2 FROM permalinks p JOIN results r ON r.id = p.result_id "
+                          "WHERE p.id = ?", (rid,)) or self._rows("SELECT smt2 FROM results WHERE id = ?", (rid,))
         return (bool(rows), rows[0]["smt2"] if rows else None)
 
     def by_fingerprint(self, fp: str, limit: int = 100) -> list[dict]:
-        rows = self._rows(f"SELECT {_RESULT_COLUMNS} FROM results WHERE fp_a = ? OR fp_b = ? "
+        rows = self._rows(f"SELECT {_RESULT_COLUMNS}, id AS result_id FROM results WHERE fp_a = ? OR fp_b = ? "
                           "ORDER BY created DESC LIMIT ?", (fp, fp, int(limit)))
         return [_decode(r) for r in rows]
 
@@ -281,22 +367,87 @@ class Store:
     def count(self) -> int:
         return int(self._rows("SELECT COUNT(*) AS n FROM results")[0]["n"])
 
+    def shared_secret(self, name: str) -> bytes:
+        """A random secret made once per store and shared by every process that opens it."""
+        rows = self._rows("SELECT value FROM settings WHERE name = ?", (name,))
+        if rows:
+            return bytes.fromhex(rows[0]["value"])
+        self._transaction([("INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                            (name, secrets.token_hex(32)))])
+        return bytes.fromhex(self._rows("SELECT value FROM settings WHERE name = ?", (name,))[0]["value"])
+
+    # -- views ----------------------------------------------------------------------------------
+    def view_get(self, key: str) -> dict | None:
+        rows = self._rows("SELECT view FROM views WHERE key = ?", (key,))
+        return json.loads(rows[0]["view"]) if rows else None
+
+    def view_put(self, key: str, permalink: str, view: dict) -> None:
+        self._transaction([("INSERT INTO views (key, permalink, view, created) VALUES (?, ?, ?, ?) "
+                            "ON CONFLICT (key) DO NOTHING", (key, permalink, json.dumps(view), time.time()))])
+
     # -- jobs -----------------------------------------------------------------------------------
-    def job_create(self, kind: str, total: int) -> str:
+    def job_create(self, kind: str, claims: list[dict], owner: str) -> str:
+        """A running job owned by ``owner`` with its claims (outcomes still to come)."""
         jid = secrets.token_hex(8)
         now = time.time()
-        self._transaction([("INSERT INTO jobs (id, kind, status, done, total, created, updated) "
-                            "VALUES (?, ?, 'running', 0, ?, ?, ?)", (jid, kind, int(total), now, now))])
+        statements = [("INSERT INTO jobs (id, kind, status, done, total, created, updated, owner, heartbeat, spent) "
+                       "VALUES (?, ?, 'running', 0, ?, ?, ?, ?, ?, 0)", (jid, kind, len(claims), now, now, owner, now))]
+        statements += [("INSERT INTO job_claims (job_id, idx, claim) VALUES (?, ?, ?)", (jid, i, json.dumps(c)))
+                       for i, c in enumerate(claims)]
+        self._transaction(statements)
         return jid
 
-    def job_update(self, jid: str, *, done: int, status: str = "running", result=None, error: str | None = None):
-        self._transaction([("UPDATE jobs SET done = ?, status = ?, result = ?, error = ?, updated = ? WHERE id = ?",
-                            (int(done), status, None if result is None else json.dumps(result), error,
-                             time.time(), jid))])
+    def job_claims(self, jid: str) -> list[tuple[int, dict, dict | None]]:
+        """``(index, claim, outcome or None)`` of every claim of a job, in order."""
+        rows = self._rows("SELECT idx, claim, outcome FROM job_claims WHERE job_id = ? ORDER BY idx", (jid,))
+        return [(r["idx"], json.loads(r["claim"]), json.loads(r["outcome"]) if r["outcome"] else None) for r in rows]
+
+    def job_claim_done(self, jid: str, idx: int, outcome: dict, seconds: float, owner: str) -> None:
+        """Record one claim's outcome and the job's progress, in one transaction."""
+        now = time.time()
+        self._transaction([
+            ("UPDATE job_claims SET outcome = ? WHERE job_id = ? AND idx = ? AND outcome IS NULL",
+             (json.dumps(outcome, default=str), jid, idx)),
+            ("UPDATE jobs SET done = (SELECT COUNT(*) FROM job_claims WHERE job_id = ? AND outcome IS NOT NULL), "
+             "spent = spent + ?, updated = ?, heartbeat = ? WHERE id = ? AND owner = ?",
+             (jid, float(seconds), now, now, jid, owner))])
+
+    def job_finish(self, jid: str, *, status: str, result=None, error: str | None = None) -> None:
+        now = time.time()
+        self._transaction([("UPDATE jobs SET status = ?, result = ?, error = ?, updated = ?, heartbeat = ?, "
+                            "done = (SELECT COUNT(*) FROM job_claims WHERE job_id = ? AND outcome IS NOT NULL) "
+                            "WHERE id = ?", (status, None if result is None else json.dumps(result, default=str),
+                                             error, now, now, jid, jid))])
+
+    def job_heartbeat(self, jids: list[str], owner: str) -> None:
+        now = time.time()
+        self._transaction([("UPDATE jobs SET heartbeat = ? WHERE id = ? AND owner = ? AND status = 'running'",
+                            (now, jid, owner)) for jid in jids])
+
+    def job_take_stale(self, owner: str, stale_s: float) -> list[str]:
+        """Take over running jobs whose owner has not shown a sign of life for ``stale_s`` seconds
+        (its server was stopped or killed); each is taken by one process only."""
+        now = time.time()
+        rows = self._rows("SELECT id, heartbeat FROM jobs WHERE status = 'running' AND "
+                          "(heartbeat IS NULL OR heartbeat < ?)", (now - stale_s,))
+        taken = []
+        for r in rows:
+            def claim(conn, jid=r["id"], beat=r["heartbeat"]):
+                if beat is None:
+                    sql = "UPDATE jobs SET owner = ?, heartbeat = ? WHERE id = ? AND heartbeat IS NULL"
+                    params = (owner, now, jid)
+                else:
+                    sql = "UPDATE jobs SET owner = ?, heartbeat = ? WHERE id = ? AND heartbeat = ?"
+                    params = (owner, now, jid, beat)
+                return conn.execute(self._sql(sql), params).rowcount
+            if self._with_conn(claim) == 1:
+                self.writes += 1
+                taken.append(r["id"])
+        return taken
 
     def job_get(self, jid: str) -> dict | None:
-        rows = self._rows("SELECT id, kind, status, done, total, result, error, created, updated FROM jobs "
-                          "WHERE id = ?", (jid,))
+        rows = self._rows("SELECT id, kind, status, done, total, result, error, created, updated, heartbeat, spent "
+                          "FROM jobs WHERE id = ?", (jid,))
         if not rows:
             return None
         row = rows[0]

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -92,7 +91,11 @@ def _worker_main(conn, store_url: str | None, faults: bool, version: str, memory
                 time.sleep(3600)
             if faults and job.get("kind") == "_hog":  # more memory than the worker may have
                 bytearray(2 * (memory_bytes or 1 << 40))
-            out = ("ok", handle(job, store))
+            if faults and job.get("kind") == "_bloat":  # memory a job keeps after it ends
+                _KEPT.append(bytearray(int(job["args"].get("mb", 256)) << 20))
+                out = ("ok", {"pid": os.getpid()})
+            else:
+                out = ("ok", handle(job, store))
         except LayoutError as e:
             out = ("bad", api.error_object(e))
         except RecursionError as e:
@@ -103,9 +106,21 @@ def _worker_main(conn, store_url: str | None, faults: bool, version: str, memory
         except Exception as e:  # a bug of ours: one line back to the server
             out = ("bug", f"{type(e).__name__}: {e}")
         try:
-            conn.send(out)
+            conn.send(out + (resident_bytes(),))
         except (OSError, EOFError):
             return
+
+
+_KEPT: list = []   # the ``_bloat`` fault job's allocations
+
+
+def resident_bytes() -> int:
+    """This process's resident set size in bytes (Linux ``/proc/self/statm``; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def handle(job: dict, store=None) -> dict:
@@ -149,76 +164,175 @@ class _Worker:
         self.stop()
         self.start()
 
-    def call(self, job: dict, deadline: float):
-        """Send ``job`` and wait at most ``deadline`` seconds for the answer (blocking)."""
+    def call(self, job: dict, deadline: float, recycle_bytes: int | None = None):
+        """Send ``job`` and wait at most ``deadline`` seconds for the answer (blocking):
+        ``(status, value, resident bytes)``. A worker left with more than ``recycle_bytes`` resident
+        is replaced before this returns (the resident size is then ``None``)."""
         try:
             self.conn.send(job)
             if not self.conn.poll(deadline):
                 self.restart()
                 raise WorkerTimeout(deadline)
-            return self.conn.recv()
+            status, value, rss = self.conn.recv()
         except (EOFError, OSError, BrokenPipeError):
             self.restart()
             raise WorkerCrashed() from None
+        if recycle_bytes and rss > recycle_bytes:
+            self.restart()
+            rss = None
+        return status, value, rss
+
+
+#: job priorities: single questions first, then the claims of check jobs
+INTERACTIVE, BATCH = 0, 1
+
+
+class _Ticket:
+    __slots__ = ("job", "deadline", "future")
+
+    def __init__(self, job, deadline, future):
+        self.job, self.deadline, self.future = job, deadline, future
 
 
 class Pool:
-    """``size`` worker processes and a queue of at most ``queue`` waiting jobs."""
+    """``size`` worker processes shared fairly between clients.
+
+    Scheduling: waiting jobs are kept per client (the caller names it: a peer address, or a
+    check job's id) and per priority. A free worker takes the next job of the next client in
+    turn (round robin) among single questions (:data:`INTERACTIVE`); only when none waits does it
+    take a check job's claim (:data:`BATCH`), and at most ``batch_slots`` workers run claims at
+    once, so that a worker stays free for single questions. Admission: at most ``queue`` single
+    questions wait in all, at most ``client_queue`` of them from one client; beyond that the
+    caller gets :class:`Busy` at once. Claims are never refused: a check job hands in at most
+    ``batch_slots`` at a time.
+
+    Memory: a worker whose resident memory exceeds ``recycle_bytes`` after a job (a large job
+    leaves the allocator's arenas behind) is replaced by a fresh process before its next job."""
 
     def __init__(self, size: int, queue: int, store_url: str | None, *, faults: bool = False,
-                 on_event=None, memory_bytes: int | None = None):
+                 on_event=None, memory_bytes: int | None = None, recycle_bytes: int | None = None,
+                 client_queue: int | None = None):
         self.size = size
         self.queue = queue
+        self.client_queue = client_queue or max(1, queue // 2)
+        self.batch_slots = max(1, size - 1)
         self.store_url = store_url
         self.faults = faults
         self.memory_bytes = memory_bytes
+        self.recycle_bytes = recycle_bytes
         self.on_event = on_event or (lambda name: None)
-        self.pending = 0
         self.running = 0
-        self._idle: asyncio.Queue | None = None
+        self.running_batch = 0
+        self.jobs = 0            # jobs handed to a worker (``/metrics``)
+        self.recycled = 0        # workers replaced for their memory
+        self._waiting: list[dict] = [{}, {}]   # priority -> {client: [tickets]} (insertion order = turn)
+        self._idle: list[_Worker] = []
         self._workers: list[_Worker] = []
         self._threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="layoutverify-pool")
-        self._lock = threading.Lock()
+
+    @property
+    def pending(self) -> int:
+        """Jobs running or waiting (single questions and claims)."""
+        return self.running + self.waiting
+
+    @property
+    def waiting(self) -> int:
+        return sum(len(q) for level in self._waiting for q in level.values())
 
     async def start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
         loop = asyncio.get_running_loop()
-        self._workers = await asyncio.gather(*[
+        self._workers = list(await asyncio.gather(*[
             loop.run_in_executor(self._threads, _Worker, ctx, self.store_url, self.faults, self.memory_bytes)
-            for _ in range(self.size)])
-        self._idle = asyncio.Queue()
-        for w in self._workers:
-            self._idle.put_nowait(w)
+            for _ in range(self.size)]))
+        self._idle = list(self._workers)
         # Wait until every worker has imported what it needs (the first request is then not slow).
         await asyncio.gather(*[self.run({"kind": "ping"}, 120.0) for _ in range(self.size)])
 
     def pids(self) -> list[int]:
         return [w.proc.pid for w in self._workers if w.proc is not None]
 
-    async def run(self, job: dict, deadline: float) -> dict:
+    def _dispatch(self) -> None:
+        """Hand idle workers to waiting jobs: single questions by client in turn, then claims."""
+        while self._idle:
+            level = None
+            if self._waiting[INTERACTIVE]:
+                level = self._waiting[INTERACTIVE]
+            elif self._waiting[BATCH] and self.running_batch < self.batch_slots:
+                level = self._waiting[BATCH]
+            if level is None:
+                return
+            client = next(iter(level))
+            queue = level.pop(client)
+            ticket = queue.pop(0)
+            if queue:
+                level[client] = queue   # back of the turn
+            if ticket.future.done():   # its caller went away
+                continue
+            worker = self._idle.pop()
+            self.running += 1
+            if level is self._waiting[BATCH]:
+                self.running_batch += 1
+                ticket.job["_batch"] = True
+            ticket.future.set_result(worker)
+
+    def _release(self, worker: "_Worker", batch: bool) -> None:
+        self.running -= 1
+        if batch:
+            self.running_batch -= 1
+        self._idle.append(worker)
+        self._dispatch()
+
+    async def run(self, job: dict, deadline: float, *, client: str = "", priority: int = INTERACTIVE) -> dict:
         """Run ``job`` in a worker; raises :class:`Busy`, :class:`WorkerTimeout`, :class:`WorkerCrashed`,
         :class:`BadInput` or :class:`JobFailed`."""
-        if self.pending >= self.size + self.queue:
-            self.on_event("busy")
-            raise Busy()
-        self.pending += 1
+        level = self._waiting[priority]
+        if priority == INTERACTIVE:
+            mine = len(level.get(client, ()))
+            waiting = sum(len(q) for q in level.values())
+            if (waiting >= self.queue or mine >= self.client_queue) and not (self._idle and not waiting):
+                self.on_event("busy")
+                raise Busy()
+        loop = asyncio.get_running_loop()
+        ticket = _Ticket(dict(job), deadline, loop.create_future())
+        level.setdefault(client, []).append(ticket)
+        self._dispatch()
         try:
-            worker = await self._idle.get()
-            self.running += 1
-            try:
-                loop = asyncio.get_running_loop()
-                status, value = await loop.run_in_executor(self._threads, worker.call, job, deadline)
-            except WorkerTimeout:
-                self.on_event("worker_timeout")
-                raise
-            except WorkerCrashed:
-                self.on_event("worker_crash")
-                raise
-            finally:
-                self.running -= 1
-                self._idle.put_nowait(worker)
-        finally:
-            self.pending -= 1
+            worker = await ticket.future
+        except asyncio.CancelledError:
+            if ticket.future.done() and not ticket.future.cancelled():
+                self._release(ticket.future.result(), ticket.job.get("_batch", False))
+            else:
+                ticket.future.cancel()
+                queue = level.get(client)
+                if queue and ticket in queue:
+                    queue.remove(ticket)
+                    if not queue:
+                        del level[client]
+            raise
+        batch = ticket.job.pop("_batch", False)
+        self.jobs += 1
+        call = loop.run_in_executor(self._threads, worker.call, ticket.job, deadline, self.recycle_bytes)
+        try:
+            status, value, rss = await asyncio.shield(call)
+        except asyncio.CancelledError:
+            # the caller went away; the worker is still busy until its thread returns
+            call.add_done_callback(lambda _f: (_f.exception(), self._release(worker, batch)))
+            raise
+        except WorkerTimeout:
+            self._release(worker, batch)
+            self.on_event("worker_timeout")
+            raise
+        except WorkerCrashed:
+            self._release(worker, batch)
+            self.on_event("worker_crash")
+            raise
+        except BaseException:
+            self._release(worker, batch)
+            raise
+        self._release(worker, batch)
+        if rss is None:
+            self.recycled += 1
         if status == "ok":
             return value
         if status == "bad":
