@@ -55,34 +55,50 @@ def _connect(address: str, workers: int) -> bool:
 def cluster_info(address: str) -> dict:
     import ray
     res = ray.cluster_resources()
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-    return {"address": address, "nodes": len(nodes), "cpus": int(res.get("CPU", 0)),
+    return {"address": address, "nodes": len(_alive_nodes()), "cpus": int(res.get("CPU", 0)),
             "resources": {k: v for k, v in sorted(res.items()) if k not in _NOISE and not k.startswith("node:")}}
 
 
-def run_on_ray(address: str, workers: int, job: tuple, todo: list, retries: int, tally) -> dict:
-    """Run the shards ``todo`` (``(n, lo, hi)``) as Ray tasks, at most two per CPU of the cluster
-    in flight; the cluster's description."""
+def _alive_nodes() -> dict[str, int]:
+    """Node id -> CPUs, of the nodes alive now."""
     import ray
+    return {n["NodeID"]: int(n.get("Resources", {}).get("CPU", 0)) for n in ray.nodes() if n.get("Alive")}
+
+
+def run_on_ray(address: str, workers: int, job: tuple, todo: list, retries: int, tally) -> dict:
+    """Run the shards ``todo`` (``(n, lo, hi)``) as Ray tasks; the cluster's description.
+
+    Shards are pulled by the nodes: each node with CPUs gets two shards per CPU at first, and
+    each shard that finishes makes room for the next one on the node where it ran (a soft node
+    affinity: Ray runs it elsewhere if that node is gone). So every node works from the start,
+    however fast Ray's leased workers would otherwise drain the queue on one node, and faster
+    nodes take more shards."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     started = _connect(address, workers)
     try:
         info = cluster_info(address)
-        if info["cpus"] < 1:
+        nodes = {n: c for n, c in _alive_nodes().items() if c > 0}
+        if not nodes:
             raise LayoutError(f"the Ray cluster at {address!r} has no CPUs")
-        task = ray.remote(num_cpus=1, max_retries=retries, scheduling_strategy="SPREAD")(_shard_task)
+        task = ray.remote(num_cpus=1, max_retries=retries)(_shard_task)
         spec_ref = ray.put(job[0])
-        window = 2 * info["cpus"]
         inflight: dict = {}
         it = iter(todo)
-        while True:
-            while len(inflight) < window:
-                t = next(it, None)
-                if t is None:
-                    break
-                inflight[task.remote(spec_ref, job[1], job[2], *t)] = t
-            if not inflight:
-                break
+
+        def submit(node: str) -> bool:
+            t = next(it, None)
+            if t is None:
+                return False
+            strategy = NodeAffinitySchedulingStrategy(node, soft=True)
+            inflight[task.options(scheduling_strategy=strategy).remote(spec_ref, job[1], job[2], *t)] = t
+            return True
+
+        for node, cpus in sorted(nodes.items()):
+            for _ in range(2 * cpus):
+                submit(node)
+        while inflight:
             ready, _ = ray.wait(list(inflight), num_returns=1)
             for ref in ready:
                 t = inflight.pop(ref)
@@ -94,6 +110,7 @@ def run_on_ray(address: str, workers: int, job: tuple, todo: list, retries: int,
                 if "records_z" in s:
                     s = write_returned(job[1], job[2], s)
                 tally.add(s, new=True)
+                submit(s["worker"].get("node") or next(iter(nodes)))
         return info
     finally:
         if started:
