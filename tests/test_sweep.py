@@ -394,6 +394,33 @@ def test_a_dying_worker_is_replaced(tmp_path, monkeypatch):
     assert _text(out) == _text(ref)
 
 
+def test_regions_hand_out_every_shard_once_contiguously_then_steal_from_the_end():
+    """Each slot takes its own contiguous region (in proportion to its weight) in order; a slot
+    whose region is empty takes the last shard of the fullest region; shards given back go first."""
+    from layoutverify.apps.sweeps.schedule import Regions
+    todo = [(n, 10 * n, 10 * n + 10) for n in range(100)]
+    r = Regions(todo, {"a": 1, "b": 3})
+    assert [r.next("a")[0] for _ in range(3)] == [0, 1, 2] and r.next("b")[0] == 25
+    r.give_back((1, 10, 20))
+    assert r.next("b")[0] == 1                        # given back: first, to anyone
+    got = {0, 1, 2, 25}
+    a_seq = []
+    while len(r):
+        for slot in ("a", "a", "b"):                  # a is faster: it finishes its region and steals
+            t = r.next(slot)
+            if t is None:
+                break
+            assert t[0] not in got
+            got.add(t[0])
+            if slot == "a":
+                a_seq.append(t[0])
+    assert got == set(range(100)) and r.next("a") is None
+    own = [n for n in a_seq if n < 25]
+    stolen = [n for n in a_seq if n >= 25]
+    assert own == list(range(3, 25)) and stolen and stolen == sorted(stolen, reverse=True)
+    assert stolen[0] == 99
+
+
 # -- exit codes, progress, the coordinator's share ------------------------------------------------
 ALL_ERRORS = """
 [[template]]

@@ -14,6 +14,7 @@ import os
 
 from layoutverify.core.errors import LayoutError
 
+from .schedule import Regions
 from .store import write_returned
 from .work import CRASH_ENV, UNSHARED_ENV, SweepFailed, run_shard
 
@@ -68,11 +69,12 @@ def _alive_nodes() -> dict[str, int]:
 def run_on_ray(address: str, workers: int, job: tuple, todo: list, retries: int, tally) -> dict:
     """Run the shards ``todo`` (``(n, lo, hi)``) as Ray tasks; the cluster's description.
 
-    Shards are pulled by the nodes: each node with CPUs gets two shards per CPU at first, and
-    each shard that finishes makes room for the next one on the node where it ran (a soft node
-    affinity: Ray runs it elsewhere if that node is gone). So every node works from the start,
-    however fast Ray's leased workers would otherwise drain the queue on one node, and faster
-    nodes take more shards."""
+    Each node with CPUs has a region of the shards in proportion to its CPUs (:mod:`.schedule`)
+    and gets two shards per CPU at first; each shard that finishes makes room for the next one of
+    the region of the node where it ran (a soft node affinity: Ray runs it elsewhere if that node
+    is gone). So every node works from the start, however fast Ray's leased workers would
+    otherwise drain the queue on one node, neighbouring shards (which share layouts) meet on
+    one node, faster nodes take more shards, and a lost node's region is taken by the others."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -84,16 +86,14 @@ def run_on_ray(address: str, workers: int, job: tuple, todo: list, retries: int,
             raise LayoutError(f"the Ray cluster at {address!r} has no CPUs")
         task = ray.remote(num_cpus=1, max_retries=retries)(_shard_task)
         spec_ref = ray.put(job[0])
+        regions = Regions(todo, dict(sorted(nodes.items())))
         inflight: dict = {}
-        it = iter(todo)
 
-        def submit(node: str) -> bool:
-            t = next(it, None)
-            if t is None:
-                return False
-            strategy = NodeAffinitySchedulingStrategy(node, soft=True)
-            inflight[task.options(scheduling_strategy=strategy).remote(spec_ref, job[1], job[2], *t)] = t
-            return True
+        def submit(node: str) -> None:
+            t = regions.next(node)
+            if t is not None:
+                strategy = NodeAffinitySchedulingStrategy(node, soft=True)
+                inflight[task.options(scheduling_strategy=strategy).remote(spec_ref, job[1], job[2], *t)] = t
 
         for node, cpus in sorted(nodes.items()):
             for _ in range(2 * cpus):

@@ -3,11 +3,10 @@ summaries that come back; workers enumerate, evaluate and write their own points
 
 * The results directory (:mod:`.store`) fixes the shard plan in its manifest; shards already done
   are skipped (resuming), a directory of another spec is refused.
-* Backends: ``inline`` (one worker, in this process), ``processes`` (a
-  :class:`~concurrent.futures.ProcessPoolExecutor` with a bounded window of shards in flight; a
-  worker that dies takes its pool down: the pool is rebuilt and the shards in flight run again,
-  at most ``retries`` times each) and ``ray`` (:mod:`.cluster`: each shard a Ray task, which Ray
-  reruns when its worker dies).
+* Backends: ``inline`` (one worker, in this process), ``processes`` (:mod:`.pool`: one process
+  per worker, each fed the shards of its own region of the space; the shards of a worker that
+  dies run again, at most ``retries`` times each) and ``ray`` (:mod:`.cluster`: each shard a Ray
+  task, which Ray reruns when its worker dies).
 * What crosses between coordinator and workers is a task ``(shard, lo, hi)`` and a summary back
   (counts and CPU seconds), whatever the number of points in a shard, so the coordinator's CPU
   time stays a small fraction of the workers' (``coordinator_cpu_share`` in the summary).
@@ -136,8 +135,9 @@ def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: 
                 tally.add(run_shard(*job, n, lo, hi), new=True)
             inline_cpu = tally.cpu
         else:
+            from .pool import run_local
             backend = "processes"
-            _run_pool(job, todo, workers, retries, tally)
+            run_local(job, todo, workers, retries, tally)
         seconds = time.perf_counter() - t0
         coord = max(0.0, _cpu() - c0 - inline_cpu)
         summary = {"schema": SCHEMA, "kind": "sweep", **tally.counts(), "space_points": space.points,
@@ -160,48 +160,6 @@ def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: 
     finally:
         rd.close()
     return summary
-
-
-def _run_pool(job, todo, workers: int, retries: int, tally: Tally) -> None:
-    """Shards on a local process pool, at most ``2 * workers`` in flight."""
-    import concurrent.futures as cf
-    from concurrent.futures.process import BrokenProcessPool
-
-    tries: Counter = Counter()
-    inflight: dict = {}
-    it = iter(todo)
-    pool = cf.ProcessPoolExecutor(max_workers=workers)
-    try:
-        while True:
-            while len(inflight) < 2 * workers:
-                t = next(it, None)
-                if t is None:
-                    break
-                inflight[pool.submit(run_shard, *job, *t)] = t
-            if not inflight:
-                return
-            finished, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)
-            lost = []
-            for fut in finished:
-                t = inflight.pop(fut)
-                try:
-                    tally.add(fut.result(), new=True)
-                except BrokenProcessPool:
-                    lost.append(t)
-            if lost:
-                # a worker died: every shard in flight is lost with the pool; run them again
-                lost += list(inflight.values())
-                inflight.clear()
-                pool.shutdown(cancel_futures=True)
-                pool = cf.ProcessPoolExecutor(max_workers=workers)
-                for t in lost:
-                    tries[t[0]] += 1
-                    if tries[t[0]] > retries:
-                        raise SweepFailed(f"shard {t[0]} (points {t[1]}..{t[2] - 1}) killed its worker "
-                                          f"{retries + 1} times")
-                    inflight[pool.submit(run_shard, *job, *t)] = t
-    finally:
-        pool.shutdown(cancel_futures=True)
 
 
 def results_path(spec_path: str) -> str:
