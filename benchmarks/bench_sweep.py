@@ -138,6 +138,7 @@ def run_one(spec, workers: int, ray: bool, tmp_root: str) -> dict:
             "pairs_per_second_per_worker": round(s["points"] / wall / workers, 1),
             "worker_cpu_seconds": s["worker_cpu_seconds"], "pairs_per_worker_cpu_second": per_cpu,
             "busy_fraction": round(s["points"] / wall / workers / per_cpu, 3) if per_cpu else None,
+            "numbering_seconds": s["numbering_seconds"], "first_shard_seconds": s["first_shard_seconds"],
             "coordinator_cpu_seconds": s["coordinator_cpu_seconds"],
             "coordinator_cpu_share": s["coordinator_cpu_share"],
             "load_average": [round(x, 2) for x in os.getloadavg()]}

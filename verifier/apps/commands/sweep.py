@@ -71,7 +71,10 @@ def run(args) -> int:
         print(f"{summary['points']} points in {out} ({summary['evaluated']} now, {summary['skipped_done']} resumed); "
               + ", ".join(f"{k} {v}" for k, v in counts.items())
               + (f"; {summary['errors']} errors" if summary["errors"] else ""))
-        print(f"{summary['backend']}, {summary['workers']} workers: {summary['points_per_second']} points/s")
+        if summary["evaluated"]:
+            print(f"{summary['backend']}, {summary['workers']} workers: {summary['points_per_second']} points/s")
+        else:
+            print("nothing left to evaluate")
     if summary["points"] and summary["errors"] == summary["points"]:
         fe = summary["first_error"]
         print(f"layoutverify sweep: every one of the {summary['points']} points is an error; the first "

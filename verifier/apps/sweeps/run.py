@@ -64,6 +64,7 @@ class Tally:
         self.processes: set = set()   # (host, pid) of the workers that ran this run's shards
         self.nodes: set = set()       # Ray node ids among them
         self.t0 = time.perf_counter()
+        self.first = None             # seconds until the first shard of this run finished
 
     def add(self, s: dict, *, new: bool) -> None:
         self.points += s["points"]
@@ -76,6 +77,8 @@ class Tally:
         if fe and (self.first_error is None or fe["i"] < self.first_error["i"]):
             self.first_error = fe
         if new:
+            if not self.evaluated:
+                self.first = time.perf_counter() - self.t0
             self.evaluated += s["points"]
             self.cpu += s.get("cpu_seconds") or 0.0
             w = s.get("worker") or {}
@@ -107,6 +110,7 @@ def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: 
     if shard_points is not None and shard_points < 1:
         raise LayoutError(f"shard size must be positive, got {shard_points}")
     space = space_of(spec)
+    numbering = time.perf_counter() - t0
     if space.points == 0:
         raise LayoutError(f"{spec.source}: the spec's spaces have no points (no layout of a family fits its "
                           f"shapes and num_warps)")
@@ -154,6 +158,8 @@ def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: 
             "points_per_second_per_worker": round(n / seconds / workers, 1) if seconds > 0 else None,
             "worker_cpu_seconds": round(tally.cpu, 3),
             "points_per_worker_cpu_second": round(n / tally.cpu, 1) if tally.cpu > 0 else None,
+            "numbering_seconds": round(numbering, 3),
+            "first_shard_seconds": None if tally.first is None else round(tally.first + tally.t0 - t0, 3),
             "coordinator_cpu_seconds": round(coord, 3),
             "coordinator_cpu_share": round(coord / tally.cpu, 4) if tally.cpu > 0 else None})
         (rd.path / SUMMARY).write_text(json.dumps(summary, indent=1) + "\n")

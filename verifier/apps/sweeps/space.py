@@ -131,6 +131,7 @@ def shape_of(v, where: str) -> tuple:
 def _triton_groups(task: str, sp: dict) -> list[Group]:
     left = sp.get("limit") or math.inf
     out = []
+    made: dict = {}
     for version, etype, nw, shape in itertools.product(sp.get("versions", [None]), sp.get("element_types", ["f16"]),
                                                         sp.get("num_warps", [4]),
                                                         [shape_of(s, sp["_where"]) for s in sp["shapes"]]):
@@ -138,19 +139,29 @@ def _triton_groups(task: str, sp: dict) -> list[Group]:
             break
         opts = {"triton_version": str(version)} if version is not None else {}
         key = f"triton|{version}|{etype}|w{nw}|{'x'.join(map(str, shape))}"
-        g = Group(key, task, shape, shape, opts, etype,
+        sides = made.get((shape, nw))
+        if sides is None:       # (groups of one shape and num_warps share their layouts: read-only)
+            sides = made[(shape, nw)] = _triton_sides(sp, shape, nw)
+        layouts, a, b = sides
+        g = Group(key, task, shape, shape, opts, etype, layouts=layouts, a=a, b=b,
                   meta={"version": version, "element_type": etype, "num_warps": nw, "shape": list(shape)})
-        for side in ("a", "b"):
-            names = getattr(g, side)
-            for fam in sp[side]:
-                for name, text in triton_space.instances(fam, shape, nw, sp.get(fam)):
-                    g.layouts[name] = "triton:" + text
-                    names.append(name)
         g.count = int(min(len(g.a) * len(g.b), left))
         left -= g.count
         if g.count:
             out.append(g)
     return out
+
+
+def _triton_sides(sp: dict, shape: tuple, nw: int) -> tuple[dict, list, list]:
+    """(name -> spec, A names, B names) of a Triton space for one shape and warp count."""
+    layouts: dict = {}
+    sides = ([], [])
+    for side, names in zip(("a", "b"), sides):
+        for fam in sp[side]:
+            for name, text in triton_space.instances(fam, shape, nw, sp.get(fam)):
+                layouts[name] = "triton:" + text
+                names.append(name)
+    return layouts, sides[0], sides[1]
 
 
 class _TemplateSpace:
