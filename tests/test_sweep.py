@@ -334,7 +334,7 @@ def test_results_of_another_spec_are_refused_not_resumed(tmp_path, capsys):
     stranger.mkdir()
     (stranger / "notes.txt").write_text("mine")
     capsys.readouterr()
-    for args in (("-o", stranger), ("-o", stranger, "--fresh"), ("-o", tmp_path / "other.toml")):
+    for args in (("-o", stranger), ("-o", stranger, "--fresh"), ("-o", tmp_path / "other.toml"), ("-o", "")):
         assert _cli("sweep", spec, "-j", "1", *args) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err, err

@@ -51,7 +51,7 @@ def run(args) -> int:
         n = spec.count()
         print(json.dumps({"schema": "layoutverify/1", "kind": "sweep_count", "points": n}) if args.json else n)
         return 0
-    out = args.out or results_path(args.spec)
+    out = args.out if args.out is not None else results_path(args.spec)
     tty = sys.stderr.isatty()
     show = args.progress or (tty and not args.json)
     progress = _progress(tty) if show else None

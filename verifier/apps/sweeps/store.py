@@ -85,6 +85,7 @@ class ResultsDir:
     """The coordinator's view of ``OUT`` (see the module docstring)."""
 
     def __init__(self, path: str | Path):
+        self.given = str(path)
         self.path = Path(path)
         self._lock_fd = None
 
@@ -94,6 +95,8 @@ class ResultsDir:
         resuming: its ``shard_points`` wins over the one asked for) or a refusal
         (:class:`LayoutError`) for a directory that is not this spec's sweep."""
         p = self.path
+        if not self.given or "\0" in self.given:
+            raise LayoutError(f"bad sweep results directory {self.given!r} (empty, or a NUL character)")
         if p.exists() and not p.is_dir():
             raise LayoutError(f"cannot write sweep results to {str(p)!r}: it is a file; sweep results are a "
                               f"directory (one shard per range of points), name another -o")
