@@ -147,13 +147,24 @@ def _alive(groups) -> list[int]:
     return out
 
 
+def _client_port_args() -> list[str]:
+    """Where Ray Client's packages are installed, a head serves it on the fixed port 10001 unless
+    told otherwise (and refuses the option where they are not)."""
+    try:
+        from ray._private.utils import get_ray_client_dependency_error
+        available = get_ray_client_dependency_error() is None
+    except ImportError:
+        available = False
+    return [f"--ray-client-server-port={_free_port()}"] if available else []
+
+
 @pytest.fixture(scope="module")
 def cluster():
     root = Path(tempfile.mkdtemp(prefix="lvray-"))   # short: Ray's socket paths live under it
     c = Cluster(root)
     try:
         c.start("head", "--head", "--port=0", "--num-cpus=0", "--include-dashboard=false",
-                f"--dashboard-port={_free_port()}")
+                f"--dashboard-port={_free_port()}", *_client_port_args())
         c.address = c.wait_for_head()
         c.start("node_a", f"--address={c.address}", "--num-cpus=1", '--resources={"node_a": 1}')
         c.start("node_b", f"--address={c.address}", "--num-cpus=2", '--resources={"node_b": 1}')

@@ -1,6 +1,7 @@
-"""Sweeps on Ray: each shard a Ray task (one CPU, spread over the nodes), retried by Ray when its
-worker dies; its records written by the task into the results directory, which the nodes
-share, or returned compressed where a node does not see it.
+"""Sweeps on Ray: each shard a Ray task of one CPU, sent to a node from that node's region of the
+shards (:func:`run_on_ray`) and retried by Ray when its worker dies; its records written by the
+task into the results directory, which the nodes share, or returned compressed where a node does
+not see it.
 
 ``ADDRESS``: ``"local"`` starts a Ray instance of ``workers`` CPUs for this sweep alone (also when
 another Ray cluster runs on the host: it is not joined), ``"auto"`` joins the cluster started on
@@ -15,20 +16,28 @@ import os
 from layoutverify.core.errors import LayoutError
 
 from .schedule import Regions
-from .store import write_returned
+from .store import write_returned, written
 from .work import CRASH_ENV, UNSHARED_ENV, SweepFailed, run_shard
 
 #: resources Ray reports that say nothing about the sweep
 _NOISE = ("memory", "object_store_memory")
 
 
-def _shard_task(spec, out, width, n, lo, hi):
+def _shards_task(spec, out, width, shards):
+    """A Ray task: the shards ``[(n, lo, hi), ...]``, their summaries. A shard already written (by
+    an earlier try of this task, which Ray reruns when its worker dies) is not evaluated again."""
     import ray
-    return run_shard(spec, out, width, n, lo, hi, node=ray.get_runtime_context().get_node_id())
+    node = ray.get_runtime_context().get_node_id()
+    out_summaries = []
+    for n, lo, hi in shards:
+        s = written(spec, out, width, n, lo, hi)
+        out_summaries.append(s if s is not None else run_shard(spec, out, width, n, lo, hi, node=node))
+    return out_summaries
 
 
 def _worker_env() -> dict:
-    """Environment the Ray workers need: the crash marker of the retry test, if set."""
+    """Environment the Ray workers need: the test switches of :mod:`.work` (crash once, directory
+    not shared), where set."""
     return {k: os.environ[k] for k in (CRASH_ENV, UNSHARED_ENV) if os.environ.get(k)}
 
 
@@ -66,15 +75,24 @@ def _alive_nodes() -> dict[str, int]:
     return {n["NodeID"]: int(n.get("Resources", {}).get("CPU", 0)) for n in ray.nodes() if n.get("Alive")}
 
 
+#: seconds of work a Ray task aims at once shard times are known: the driver spends a few ms of
+#: CPU per task (submission, scheduling, the result), a few per cent of this
+TASK_SECONDS = 0.1
+
+
 def run_on_ray(address: str, workers: int, job: tuple, todo: list, retries: int, tally) -> dict:
     """Run the shards ``todo`` (``(n, lo, hi)``) as Ray tasks; the cluster's description.
 
     Each node with CPUs has a region of the shards in proportion to its CPUs (:mod:`.schedule`)
-    and gets two shards per CPU at first; each shard that finishes makes room for the next one of
-    the region of the node where it ran (a soft node affinity: Ray runs it elsewhere if that node
-    is gone). So every node works from the start, however fast Ray's leased workers would
-    otherwise drain the queue on one node, neighbouring shards (which share layouts) meet on
-    one node, faster nodes take more shards, and a lost node's region is taken by the others."""
+    and gets two tasks per CPU at first; each task that finishes makes room for the next one,
+    from the region of the node where it ran (a soft node affinity: Ray runs it elsewhere if that
+    node is gone). So every node works from the start, however fast Ray's leased workers would
+    otherwise drain the queue on one node, neighbouring shards (which share layouts) meet on one
+    node, faster nodes take more shards, and a lost node's region is taken by the others.
+
+    A task is one shard at first, then as many as take about :data:`TASK_SECONDS` (from the
+    shard times seen), at most a quarter of what is left per CPU, so that the driver's CPU time
+    per task stays a small part of the work however short a shard is."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -84,33 +102,47 @@ def run_on_ray(address: str, workers: int, job: tuple, todo: list, retries: int,
         nodes = {n: c for n, c in _alive_nodes().items() if c > 0}
         if not nodes:
             raise LayoutError(f"the Ray cluster at {address!r} has no CPUs")
-        task = ray.remote(num_cpus=1, max_retries=retries)(_shard_task)
+        task = ray.remote(num_cpus=1, max_retries=retries)(_shards_task)
         spec_ref = ray.put(job[0])
         regions = Regions(todo, dict(sorted(nodes.items())))
+        cpus = sum(nodes.values())
         inflight: dict = {}
+        on_node: dict = {}        # node -> the task bound to it (made once: options() is not cheap)
+        timing = [0.0, 0]         # shard seconds seen, shards seen
 
         def submit(node: str) -> None:
-            t = regions.next(node)
-            if t is not None:
-                strategy = NodeAffinitySchedulingStrategy(node, soft=True)
-                inflight[task.options(scheduling_strategy=strategy).remote(spec_ref, job[1], job[2], *t)] = t
+            k = 1
+            if timing[1]:
+                per_shard = max(timing[0] / timing[1], 1e-4)
+                k = max(1, min(round(TASK_SECONDS / per_shard), len(regions) // (4 * cpus)))
+            shards = [t for t in (regions.next(node) for _ in range(k)) if t is not None]
+            if shards:
+                bound = on_node.get(node)
+                if bound is None:
+                    bound = on_node[node] = task.options(
+                        scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True))
+                inflight[bound.remote(spec_ref, job[1], job[2], shards)] = shards
 
-        for node, cpus in sorted(nodes.items()):
-            for _ in range(2 * cpus):
+        for node, c in sorted(nodes.items()):
+            for _ in range(2 * c):
                 submit(node)
         while inflight:
             ready, _ = ray.wait(list(inflight), num_returns=1)
             for ref in ready:
-                t = inflight.pop(ref)
+                shards = inflight.pop(ref)
                 try:
-                    s = ray.get(ref)
+                    summaries = ray.get(ref)
                 except ray.exceptions.RayError as e:
-                    raise SweepFailed(f"shard {t[0]} (points {t[1]}..{t[2] - 1}) failed on Ray after {retries} "
-                                      f"retries: {str(e).splitlines()[0][:200]}") from None
-                if "records_z" in s:
-                    s = write_returned(job[1], job[2], s)
-                tally.add(s, new=True)
-                submit(s["worker"].get("node") or next(iter(nodes)))
+                    first, last = shards[0], shards[-1]
+                    raise SweepFailed(f"shards {first[0]}..{last[0]} failed on Ray after {retries} retries: "
+                                      f"{str(e).splitlines()[0][:200]}") from None
+                for s in summaries:
+                    if "records_z" in s:
+                        s = write_returned(job[1], job[2], s)
+                    tally.add(s, new=True)
+                    timing[0] += s.get("seconds") or 0.0
+                    timing[1] += 1
+                submit(summaries[-1]["worker"].get("node") or next(iter(nodes)))
         return info
     finally:
         if started:

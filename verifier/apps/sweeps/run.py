@@ -151,21 +151,27 @@ def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: 
         if cluster is not None:
             summary["cluster"] = dict(cluster, nodes_used=len(tally.nodes))
         summary["worker_processes"] = len(tally.processes)
-        n = tally.evaluated
-        summary.update({
-            "skipped_done": skipped, "evaluated": n, "seconds": round(seconds, 3),
-            "points_per_second": round(n / seconds, 1) if seconds > 0 else None,
-            "points_per_second_per_worker": round(n / seconds / workers, 1) if seconds > 0 else None,
-            "worker_cpu_seconds": round(tally.cpu, 3),
-            "points_per_worker_cpu_second": round(n / tally.cpu, 1) if tally.cpu > 0 else None,
-            "numbering_seconds": round(numbering, 3),
-            "first_shard_seconds": None if tally.first is None else round(tally.first + tally.t0 - t0, 3),
-            "coordinator_cpu_seconds": round(coord, 3),
-            "coordinator_cpu_share": round(coord / tally.cpu, 4) if tally.cpu > 0 else None})
+        summary["skipped_done"] = skipped
+        summary.update(_throughput(tally, workers, seconds, numbering, t0, coord))
         (rd.path / SUMMARY).write_text(json.dumps(summary, indent=1) + "\n")
     finally:
         rd.close()
     return summary
+
+
+def _throughput(tally: Tally, workers: int, seconds: float, numbering: float, t0: float, coord: float) -> dict:
+    """This run's part of the summary: points evaluated, wall-clock and CPU throughput, where the
+    time went (numbering the space, until the first shard finished), the coordinator's CPU."""
+    n, cpu = tally.evaluated, tally.cpu
+    return {"evaluated": n, "seconds": round(seconds, 3),
+            "points_per_second": round(n / seconds, 1) if seconds > 0 else None,
+            "points_per_second_per_worker": round(n / seconds / workers, 1) if seconds > 0 else None,
+            "worker_cpu_seconds": round(cpu, 3),
+            "points_per_worker_cpu_second": round(n / cpu, 1) if cpu > 0 else None,
+            "numbering_seconds": round(numbering, 3),
+            "first_shard_seconds": None if tally.first is None else round(tally.first + tally.t0 - t0, 3),
+            "coordinator_cpu_seconds": round(coord, 3),
+            "coordinator_cpu_share": round(coord / cpu, 4) if cpu > 0 else None}
 
 
 def results_path(spec_path: str) -> str:

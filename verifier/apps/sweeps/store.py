@@ -67,6 +67,19 @@ def write_returned(out: str | Path, width: int, summary: dict) -> dict:
     return s
 
 
+def written(spec, out: str | Path, width: int, n: int, lo: int, hi: int) -> dict | None:
+    """The summary of shard ``n`` of ``spec`` if it is done (see the module docstring)."""
+    return _done(Path(out), width, spec.fingerprint(), n, lo, hi)
+
+
+def _done(out: Path, width: int, fingerprint: str, n: int, lo: int, hi: int) -> dict | None:
+    data, meta = shard_files(out, n, width)
+    s = read_json(meta) if meta.exists() else None
+    if s and s.get("fingerprint") == fingerprint and s.get("lo") == lo and s.get("hi") == hi and data.exists():
+        return s
+    return None
+
+
 def read_json(path: str | Path):
     try:
         return json.loads(Path(path).read_text())
@@ -170,9 +183,8 @@ class ResultsDir:
         out = {}
         width, fp = manifest["name_width"], manifest["fingerprint"]
         for n, lo, hi in plan(manifest):
-            data, meta = shard_files(self.path, n, width)
-            s = read_json(meta) if meta.exists() else None
-            if s and s.get("fingerprint") == fp and s.get("lo") == lo and s.get("hi") == hi and data.exists():
+            s = _done(self.path, width, fp, n, lo, hi)
+            if s is not None:
                 out[n] = s
         return out
 
