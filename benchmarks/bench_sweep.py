@@ -236,9 +236,12 @@ def main(argv=None) -> int:
     goals = {"efficiency_at_max_workers": top[0]["scaling_efficiency"] if top else None,
              "pairs_per_second_at_max_workers": top[0]["pairs_per_second"] if top else None,
              "max_coordinator_cpu_share": max((r["coordinator_cpu_share"] or 0) for r in runs) if runs else None}
-    goals["met"] = {"efficiency >= 0.8": (goals["efficiency_at_max_workers"] or 0) >= GOAL_EFFICIENCY,
-                    "pairs/s >= 600k (16 cores)": (goals["pairs_per_second_at_max_workers"] or 0) >= GOAL_PAIRS_PER_SECOND,
-                    "coordinator share <= 0.10": (goals["max_coordinator_cpu_share"] or 0) <= GOAL_COORDINATOR_SHARE}
+    sixteen = bool(top) and args.cores >= 16      # the scaling goals are stated for 16 workers
+    goals["met"] = {
+        "efficiency >= 0.8 at 16 workers": (goals["efficiency_at_max_workers"] or 0) >= GOAL_EFFICIENCY if sixteen else None,
+        "pairs/s >= 600k at 16 workers": (goals["pairs_per_second_at_max_workers"] or 0) >= GOAL_PAIRS_PER_SECOND
+        if sixteen else None,
+        "coordinator share <= 0.10": (goals["max_coordinator_cpu_share"] or 0) <= GOAL_COORDINATOR_SHARE}
     out = {"schema": "layoutverify/1", "kind": "bench_sweep", "date": datetime.datetime.now().astimezone().isoformat(
         timespec="seconds"), "commit": commit(), "machine": machine(), "pairs_requested": args.pairs,
         "space_points": available, "max_workers": args.cores,
@@ -249,7 +252,7 @@ def main(argv=None) -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     for k, ok in goals["met"].items():
-        print(f"{k}: {'met' if ok else 'NOT MET'}")
+        print(f"{k}: {'not judged (fewer than 16 workers)' if ok is None else 'met' if ok else 'NOT MET'}")
     print(f"wrote {args.out}")
     return 0
 

@@ -378,6 +378,22 @@ def test_records_come_back_where_the_directory_is_not_shared(tmp_path, monkeypat
     assert _text(ref) == _text(full)
 
 
+def test_a_shard_is_written_only_when_its_summary_names_this_spec_and_range(tmp_path):
+    """``written`` (how a retried Ray task skips what an earlier try wrote, and how resuming sees
+    what is done): the summary of this spec's shard with its range, else None."""
+    from layoutverify.apps.sweeps.spec import load_spec, parse_spec_text
+    from layoutverify.apps.sweeps.store import written
+    spec_path = _spec(tmp_path)
+    out = tmp_path / "r"
+    assert _cli("sweep", spec_path, "-o", out, "-j", "1", "--chunk", "100") == 0
+    spec = load_spec(str(spec_path))
+    other = parse_spec_text(SPEC.format(task="analyze"))
+    assert written(spec, out, 6, 1, 100, 200)["points"] == 100
+    assert written(spec, out, 6, 1, 100, 199) is None and written(other, out, 6, 1, 100, 200) is None
+    (out / "shards" / "000001.jsonl").unlink()
+    assert written(spec, out, 6, 1, 100, 200) is None
+
+
 def test_a_dying_worker_is_replaced(tmp_path, monkeypatch):
     """A worker process that dies (the crash marker makes the first shard exit its process) takes
     the pool down; the lost shards run again and every point is answered once."""

@@ -31,8 +31,8 @@ def register(sub) -> None:
                    help="run on the Ray cluster at ADDRESS (host:port, or 'auto' for the one `ray start` "
                         "began on this host); without ADDRESS start a Ray instance for this sweep")
     p.add_argument("--chunk", "--shard", dest="shard", type=positive_int, default=None, metavar="N",
-                   help="points per shard (default: about 8 shards per worker, 64 to 4096; a resumed sweep "
-                        "keeps its first run's)")
+                   help="points per shard (default: about 8 shards per worker, at most 4096, or 256 for "
+                        "analyses and template spaces; a resumed sweep keeps its first run's)")
     p.add_argument("--fresh", action="store_true", help="start over, replacing the results in the directory")
     p.add_argument("--count", action="store_true", help="only count the points")
     p.add_argument("--progress", action="store_true",

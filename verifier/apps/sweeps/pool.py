@@ -69,6 +69,7 @@ def run_local(job: tuple, todo: list, workers: int, retries: int, tally) -> None
                 return
             w.sent.append(t)
 
+    finished = False
     try:
         for k in range(min(workers, len(todo))):
             pool[k] = _Worker(ctx, job)
@@ -109,10 +110,13 @@ def run_local(job: tuple, todo: list, workers: int, retries: int, tally) -> None
                 for j in pool:
                     feed(j)
                 break                              # the handles changed
+        finished = True
     finally:
+        # done: the workers are idle and exit when told; else (an error, Ctrl-C) they are killed
+        # at once (a shard is written under a temporary name and renamed: none is left half-done)
         for w in pool.values():
             try:
-                w.conn.send(None)
+                w.conn.send(None) if finished else w.proc.kill()
             except OSError:
                 pass
         for w in pool.values():

@@ -30,16 +30,22 @@ from .spec import Spec
 from .store import SCHEMA, SUMMARY, ResultsDir, plan
 from .work import SweepFailed, run_shard, space_of
 
-#: most points in a shard (its records, about 200 bytes each, are built in memory before writing)
+#: most points in a shard: proofs of Triton pairs (about 7 us each; the records, about 200 bytes
+#: each, are built in memory before writing), and the slower points (analyses, about 10 ms each;
+#: template points, each parsing its own layouts), so that a shard takes seconds, not minutes
 MAX_SHARD_POINTS = 4096
+MAX_SLOW_SHARD_POINTS = 256
 #: fewest points in a shard (smaller ones cost more to hand out than to evaluate)
-MIN_SHARD_POINTS = 64
+MIN_SHARD_POINTS = 16
 
 
-def default_shard_points(points: int, workers: int) -> int:
+def default_shard_points(spec: Spec, points: int, workers: int) -> int:
     """About eight shards per worker (so that they finish together), within
-    [:data:`MIN_SHARD_POINTS`, :data:`MAX_SHARD_POINTS`]."""
-    return max(MIN_SHARD_POINTS, min(MAX_SHARD_POINTS, -(-points // (8 * max(1, workers)))))
+    [:data:`MIN_SHARD_POINTS`, :data:`MAX_SHARD_POINTS`] (:data:`MAX_SLOW_SHARD_POINTS` for
+    analyses and template spaces)."""
+    slow = spec.task != "prove" or any(kind != "triton" for kind, _ in spec.spaces)
+    top = MAX_SLOW_SHARD_POINTS if slow else MAX_SHARD_POINTS
+    return max(MIN_SHARD_POINTS, min(top, -(-points // (8 * max(1, workers)))))
 
 
 def _cpu() -> float:
@@ -116,7 +122,7 @@ def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: 
                           f"shapes and num_warps)")
     workers = workers or os.cpu_count() or 1
     rd = ResultsDir(out)
-    manifest = rd.open(spec, space.points, shard_points or default_shard_points(space.points, workers),
+    manifest = rd.open(spec, space.points, shard_points or default_shard_points(spec, space.points, workers),
                        fresh=not resume)
     cluster = None
     try:
