@@ -475,6 +475,15 @@ def test_a_space_without_points_is_bad_input(tmp_path, capsys):
     assert "no points" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("address", ["127.0.0.1:1", "bogus", "127.0.0.1:99999"])
+def test_a_ray_address_nothing_answers_is_refused_at_once(tmp_path, address):
+    """(Ray itself retries for minutes.) One line, exit 2, and no results directory made."""
+    t0 = time.monotonic()
+    p = _run(_spec(tmp_path), "-o", tmp_path / "r", "--ray", address, timeout=120)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
+    assert time.monotonic() - t0 < 60 and not (tmp_path / "r").exists()
+
+
 def test_progress_is_reported(tmp_path):
     p = _run(_spec(tmp_path), "-o", tmp_path / "p", "-j", "1", "--chunk", "500", "--progress")
     assert p.returncode == 0, p.stderr

@@ -41,12 +41,20 @@ def _worker_env() -> dict:
     return {k: os.environ[k] for k in (CRASH_ENV, UNSHARED_ENV) if os.environ.get(k)}
 
 
-def _connect(address: str, workers: int) -> bool:
-    """Connect (or start a local instance); whether this call started it."""
+def check_address(address: str) -> None:
+    """Refuse at once (before any work) a sweep on Ray without the package, or at an address that
+    is malformed or that nothing answers."""
     try:
-        import ray
+        import ray  # noqa: F401
     except ImportError:
         raise LayoutError("--ray needs the 'ray' package: pip install 'layoutverify[ray]'") from None
+    if address not in ("local", "", "auto"):
+        _check_reachable(address)
+
+
+def _connect(address: str, workers: int) -> bool:
+    """Connect (or start a local instance); whether this call started it."""
+    import ray
     if ray.is_initialized():
         return False
     kw = {"log_to_driver": False, "runtime_env": {"env_vars": _worker_env()}, "configure_logging": False}
@@ -60,6 +68,18 @@ def _connect(address: str, workers: int) -> bool:
     except ValueError as e:
         raise LayoutError(f"bad Ray address {address!r}: {str(e).splitlines()[0][:200]}") from None
     return True
+
+
+def _check_reachable(address: str, timeout: float = 10.0) -> None:
+    """A ``host:port`` that nothing answers is one line at once (Ray itself retries for minutes)."""
+    import socket
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host or not 0 < int(port) < 65536:
+        raise LayoutError(f"bad Ray address {address!r} (want host:port, or auto)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise LayoutError(f"cannot reach a Ray cluster at {address!r}: {e.strerror or type(e).__name__}") from None
 
 
 def cluster_info(address: str) -> dict:

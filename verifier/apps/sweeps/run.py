@@ -121,6 +121,9 @@ def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: 
         raise LayoutError(f"{spec.source}: the spec's spaces have no points (no layout of a family fits its "
                           f"shapes and num_warps)")
     workers = workers or os.cpu_count() or 1
+    if ray_address is not None:
+        from .cluster import check_address
+        check_address(ray_address)
     rd = ResultsDir(out)
     manifest = rd.open(spec, space.points, shard_points or default_shard_points(spec, space.points, workers),
                        fresh=not resume)
