@@ -513,6 +513,9 @@ def test_the_coordinator_spends_under_a_tenth_of_the_workers_cpu_time(tmp_path):
     ("[[template]]\na='cute:$x'\nb='cute:(4):(1)'\n", "placeholders"),
     ("[[triton]]\na=['blocked']\nb=['blocked']\nshapes=[[1048576, 1048576]]\n", "2^24"),
     ("[[triton]]\na=['blocked']\nb=['blocked']\nshapes=[[true, 8]]\n", "bad shape"),
+    ("[[triton]]\na=['blocked']\nb=['blocked']\nshapes=[[8,8]]\nshape=[8,8]\n", "'shape'"),
+    ("[[template]]\na='cute:(4):(1)'\nb='cute:(4):(1)'\nlimit='5'\n", "limit"),
+    ("[[template]]\na='cute:(4):(1)'\nb='cute:(4):(1)'\nshapes='4'\n", "'shapes'"),
     ("task = \n", "TOML"),
     ("", "no [[triton]]"),
 ])

@@ -76,7 +76,7 @@ class Spec:
     def fingerprint(self) -> str:
         """A hash of :meth:`canonical` and :data:`NUMBERING` (results of another fingerprint are
         another sweep's)."""
-        text = json.dumps([NUMBERING, self.canonical()], sort_keys=True, separators=(",", ":"))
+        text = json.dumps([NUMBERING, self.canonical()], sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -128,7 +128,24 @@ def parse_spec_text(text: str, source: str = "<spec>") -> Spec:
     return Spec(task, spaces, source)
 
 
+TRITON_KEYS = ("a", "b", "shapes", "num_warps", "element_types", "versions", "limit") + triton_space.FAMILIES
+TEMPLATE_KEYS = ("a", "b", "shape", "shape_a", "shape_b", "vars", "limit")
+
+
+def _check_keys(sp: dict, known: tuple, where: str) -> None:
+    unknown = sorted(set(sp) - set(known))
+    if unknown:
+        raise LayoutError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (known: {', '.join(known)})")
+
+
+def _check_limit(sp: dict, where: str) -> None:
+    lim = sp.get("limit")
+    if lim is not None and (not isinstance(lim, int) or isinstance(lim, bool) or lim < 1):
+        raise LayoutError(f"{where}: limit must be a positive integer, got {lim!r}")
+
+
 def _check_triton(sp: dict, where: str) -> None:
+    _check_keys(sp, TRITON_KEYS, where)
     for side in ("a", "b"):
         for fam in _list(sp, side, None, where):
             if fam not in triton_space.FAMILIES:
@@ -150,12 +167,12 @@ def _check_triton(sp: dict, where: str) -> None:
         for k in (sp.get(fam) or {}):
             if k not in triton_space.DEFAULTS[fam]:
                 raise LayoutError(f"{where}: unknown {fam} parameter {k!r} (known: {', '.join(triton_space.DEFAULTS[fam])})")
-    lim = sp.get("limit")
-    if lim is not None and (not isinstance(lim, int) or lim < 1):
-        raise LayoutError(f"{where}: limit must be a positive integer")
+    _check_limit(sp, where)
 
 
 def _check_template(sp: dict, where: str) -> None:
+    _check_keys(sp, TEMPLATE_KEYS, where)
+    _check_limit(sp, where)
     for side in ("a", "b"):
         if not isinstance(sp.get(side), str) or not sp[side].strip():
             raise LayoutError(f"{where}: {side} must be a layout spec template")

@@ -140,7 +140,7 @@ class ResultsDir:
         if old is None:
             self._clear()
             doc = manifest_doc(spec, points, shard_points)
-            _atomic_write(p / MANIFEST, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
+            _atomic_write(p / MANIFEST, (json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n").encode())
             return doc
         self._drop_temporaries()
         return old
