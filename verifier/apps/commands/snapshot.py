@@ -43,7 +43,7 @@ def run(args) -> int:
         for nl in c.layouts:
             entries.append(Entry(f"{Path(nl.source).stem}::{nl.name}", nl.spec, nl.shape, nl.options))
     if "triton" in args.sweep:
-        from layoutverify.apps.sweep import triton_sweep
+        from layoutverify.apps.sweeps.golden import triton_sweep
         entries.extend(Entry("sweep::" + e.name, e.spec, e.shape, e.options) for e in triton_sweep())
     if not entries:
         raise LayoutError("nothing to record: give corpus paths and/or --sweep triton")

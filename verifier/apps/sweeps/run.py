@@ -1,25 +1,25 @@
-"""Running a sweep: chunks of points on a local process pool or a Ray cluster, results streamed
-into a JSON-lines file, resumable.
+"""Running a sweep: the coordinator hands out shards (ranges of point indices) and merges the
+summaries that come back; workers enumerate, evaluate and write their own points (:mod:`.work`).
 
-* The output file gets one JSON record per point, appended and flushed as chunks finish. On
-  start the file is read: points whose ``id`` is already there are skipped (``resume``), and a
-  last line cut off by an interruption is dropped first.
-* Local backend: a :class:`~concurrent.futures.ProcessPoolExecutor` with a bounded number of
-  chunks in flight (the space is enumerated lazily, so a million points never sit in memory at
-  once); a worker that dies takes its pool down: the pool is rebuilt and the lost chunks run
-  again (at most ``retries`` times each).
-* Ray backend (``ray_address``: an address, or ``"local"`` to start a local cluster of
-  ``workers`` CPUs): each chunk is a Ray task (``max_retries``: Ray reruns a task whose worker
-  died), scheduled by Ray; results come back through Ray's object store.
-* The summary (``<out>.summary.json``, schema ``layoutverify/1``, kind ``sweep``) counts the
-  verdicts or mechanisms of every record in the file, errors, and the throughput of this run:
-  wall-clock points per second (per worker), and points per CPU second the workers spent,
-  which other load on the machine does not bend.
+* The results directory (:mod:`.store`) fixes the shard plan in its manifest; shards already done
+  are skipped (resuming), a directory of another spec is refused.
+* Backends: ``inline`` (one worker, in this process), ``processes`` (:mod:`.pool`: one process
+  per worker, each fed the shards of its own region of the space; the shards of a worker that
+  dies run again, at most ``retries`` times each) and ``ray`` (:mod:`.cluster`: each shard a Ray
+  task, which Ray reruns when its worker dies).
+* What crosses between coordinator and workers is a task ``(shard, lo, hi)`` and a summary back
+  (counts and CPU seconds), whatever the number of points in a shard, so the coordinator's CPU
+  time stays a small fraction of the workers' (``coordinator_cpu_share`` in the summary).
+* The summary (``OUT/summary.json``, schema ``layoutverify/1``, kind ``sweep``) counts the
+  records of every shard done, errors, and the throughput of this run: wall-clock points per
+  second (per worker), and points per CPU second the workers spent, which other load on the
+  machine does not bend.
 """
 from __future__ import annotations
 
 import json
 import os
+import resource
 import time
 from collections import Counter
 from pathlib import Path
@@ -27,226 +27,162 @@ from pathlib import Path
 from layoutverify.core.errors import LayoutError
 
 from .spec import Spec
-from .work import evaluate_chunk_lines
+from .store import SCHEMA, SUMMARY, ResultsDir, plan
+from .work import SweepFailed, run_shard, space_of
 
-SCHEMA = "layoutverify/1"
-
-
-def read_done(path: Path) -> set[str]:
-    """Ids already in ``path``; a truncated last line is cut off the file."""
-    done: set[str] = set()
-    if not path.exists():
-        return done
-    with open(path, "rb+") as f:
-        data = f.read()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):
-            f.truncate(end)
-        for line in data[:end].splitlines():
-            try:
-                done.add(json.loads(line)["id"])
-            except (ValueError, KeyError, TypeError):
-                continue
-    return done
+#: most points in a shard: proofs of Triton pairs (about 7 us each; the records, about 200 bytes
+#: each, are built in memory before writing), and the slower points (analyses, about 10 ms each;
+#: template points, each parsing its own layouts), so that a shard takes seconds, not minutes
+MAX_SHARD_POINTS = 4096
+MAX_SLOW_SHARD_POINTS = 256
+#: fewest points in a shard (smaller ones cost more to hand out than to evaluate)
+MIN_SHARD_POINTS = 16
 
 
-def chunks(spec: Spec, done: set[str], chunk_size: int):
-    """Chunks (see :mod:`.work`) of the points not in ``done``, group by group. Without anything
-    done the workers compute the point ids (the main process only enumerates names)."""
-    for g in spec.groups():
-        if done:
-            pending = [[pid, a, b] for a, b in g.pairs if (pid := g.point_id(a, b)) not in done]
-        else:
-            pending = [[None, a, b] for a, b in g.pairs]
-        for i in range(0, len(pending), chunk_size):
-            part = pending[i:i + chunk_size]
-            names = {x for _, a, b in part for x in (a, b)}
-            yield {"task": g.task, "key": g.key, "shape_a": g.shape_a, "shape_b": g.shape_b, "options": g.options,
-                   "element_type": g.element_type, "meta": g.meta,
-                   "layouts": {n: g.layouts[n] for n in names}, "pairs": part}
+def default_shard_points(spec: Spec, points: int, workers: int) -> int:
+    """About eight shards per worker (so that they finish together), within
+    [:data:`MIN_SHARD_POINTS`, :data:`MAX_SHARD_POINTS`] (:data:`MAX_SLOW_SHARD_POINTS` for
+    analyses and template spaces)."""
+    slow = spec.task != "prove" or any(kind != "triton" for kind, _ in spec.spaces)
+    top = MAX_SLOW_SHARD_POINTS if slow else MAX_SHARD_POINTS
+    return max(MIN_SHARD_POINTS, min(top, -(-points // (8 * max(1, workers)))))
 
 
-class _Writer:
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.f = open(path, "a")
-        self.count = 0
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class Tally:
+    """The summaries of finished shards, merged; calls ``progress(done, total, evaluated, seconds)``
+    (points done in all, in the space, evaluated by this run, seconds this run took so far)."""
+
+    def __init__(self, task: str, total: int, progress=None):
+        self.task, self.total, self.progress = task, total, progress
+        self.points = self.errors = 0
+        self.kinds: Counter = Counter()
+        self.verdicts: Counter = Counter()
+        self.mechanisms: Counter = Counter()
+        self.triton: Counter = Counter()
+        self.first_error = None
+        self.evaluated = 0
         self.cpu = 0.0
+        self.processes: set = set()   # (host, pid) of the workers that ran this run's shards
+        self.nodes: set = set()       # Ray node ids among them
+        self.t0 = time.perf_counter()
+        self.first = None             # seconds until the first shard of this run finished
 
-    def write(self, result) -> None:
-        """``(count, text, cpu seconds)`` from :func:`.work.evaluate_chunk_lines`."""
-        count, text, cpu = result
-        self.f.write(text)
-        self.f.flush()
-        self.count += count
-        self.cpu += cpu
+    def add(self, s: dict, *, new: bool) -> None:
+        self.points += s["points"]
+        self.errors += s["errors"]
+        self.kinds.update(s.get("error_kinds") or {})
+        self.verdicts.update(s.get("verdicts") or {})
+        self.mechanisms.update(s.get("mechanisms") or {})
+        self.triton.update(s.get("triton_mechanisms") or {})
+        fe = s.get("first_error")
+        if fe and (self.first_error is None or fe["i"] < self.first_error["i"]):
+            self.first_error = fe
+        if new:
+            if not self.evaluated:
+                self.first = time.perf_counter() - self.t0
+            self.evaluated += s["points"]
+            self.cpu += s.get("cpu_seconds") or 0.0
+            w = s.get("worker") or {}
+            self.processes.add((w.get("host"), w.get("pid")))
+            if w.get("node"):
+                self.nodes.add(w["node"])
+            if self.progress:
+                self.progress(self.points, self.total, self.evaluated, time.perf_counter() - self.t0)
 
-    def close(self) -> None:
-        self.f.close()
+    def counts(self) -> dict:
+        out = {"points": self.points, "errors": self.errors,
+               "error_kinds": dict(sorted(self.kinds.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
+               "first_error": self.first_error}
+        if self.task == "prove":
+            out["verdicts"] = dict(sorted(self.verdicts.items()))
+        else:
+            out["mechanisms"] = dict(sorted(self.mechanisms.items()))
+            out["triton_mechanisms"] = dict(sorted(self.triton.items()))
+        return out
 
 
 def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: str | None = None,
-              chunk_size: int = 256, resume: bool = True, progress=None, retries: int = 3,
+              shard_points: int | None = None, resume: bool = True, progress=None, retries: int = 3,
               pool: bool | None = None) -> dict:
-    """Run ``spec`` into ``out`` (see the module docstring); the summary dict. ``pool``: use a
-    process pool even for one worker (default: one worker runs in this process)."""
-    path = Path(out)
-    if not resume and path.exists():
-        path.unlink()
-    done = read_done(path)
+    """Run ``spec`` into the results directory ``out`` (see the module docstring); the summary.
+    ``pool``: use a process pool even for one worker (default: one worker runs in this process).
+    ``progress`` is called as shards finish (see :class:`Tally`)."""
+    c0, t0 = _cpu(), time.perf_counter()
+    if shard_points is not None and shard_points < 1:
+        raise LayoutError(f"shard size must be positive, got {shard_points}")
+    space = space_of(spec)
+    numbering = time.perf_counter() - t0
+    if space.points == 0:
+        raise LayoutError(f"{spec.source}: the spec's spaces have no points (no layout of a family fits its "
+                          f"shapes and num_warps)")
     workers = workers or os.cpu_count() or 1
-    if chunk_size < 1:
-        raise LayoutError(f"chunk size must be positive, got {chunk_size}")
-    writer = _Writer(path)
-    t0 = time.perf_counter()
+    if ray_address is not None:
+        from .cluster import check_address
+        check_address(ray_address)
+    rd = ResultsDir(out)
+    manifest = rd.open(spec, space.points, shard_points or default_shard_points(spec, space.points, workers),
+                       fresh=not resume)
+    cluster = None
     try:
-        todo = chunks(spec, done, chunk_size)
+        done = rd.done(manifest)
+        tally = Tally(spec.task, space.points, progress)
+        for s in done.values():
+            tally.add(s, new=False)
+        skipped = tally.points
+        todo = [t for t in plan(manifest) if t[0] not in done]
+        job = (spec, str(rd.path), manifest["name_width"])
+        inline_cpu = 0.0
         if ray_address is not None:
+            from .cluster import run_on_ray
             backend = "ray"
-            _run_ray(todo, writer, ray_address, workers, retries, progress)
+            cluster = run_on_ray(ray_address, workers, job, todo, retries, tally)
+            workers = cluster["cpus"]
         elif workers == 1 and not pool:
             backend = "inline"
-            for ch in todo:
-                writer.write(evaluate_chunk_lines(ch))
-                if progress:
-                    progress(writer.count)
+            for n, lo, hi in todo:
+                tally.add(run_shard(*job, n, lo, hi), new=True)
+            inline_cpu = tally.cpu
         else:
+            from .pool import run_local
             backend = "processes"
-            _run_pool(todo, writer, workers, retries, progress)
+            run_local(job, todo, workers, retries, tally)
+        seconds = time.perf_counter() - t0
+        coord = max(0.0, _cpu() - c0 - inline_cpu)
+        summary = {"schema": SCHEMA, "kind": "sweep", **tally.counts(), "space_points": space.points,
+                   "complete": tally.points == space.points, "task": spec.task, "spec": spec.source,
+                   "fingerprint": manifest["fingerprint"], "out": str(rd.path), "shards": manifest["shards"],
+                   "shard_points": manifest["shard_points"], "backend": backend, "workers": workers}
+        if cluster is not None:
+            summary["cluster"] = dict(cluster, nodes_used=len(tally.nodes))
+        summary["worker_processes"] = len(tally.processes)
+        summary["skipped_done"] = skipped
+        summary.update(_throughput(tally, workers, seconds, numbering, t0, coord))
+        (rd.path / SUMMARY).write_text(json.dumps(summary, indent=1) + "\n")
     finally:
-        writer.close()
-    seconds = time.perf_counter() - t0
-    summary = summarize(path)
-    summary.update({"backend": backend, "workers": workers, "skipped_done": len(done),
-                    "evaluated": writer.count, "seconds": round(seconds, 3),
-                    "points_per_second": round(writer.count / seconds, 1) if seconds > 0 else None,
-                    "points_per_second_per_worker": round(writer.count / seconds / workers, 1) if seconds > 0 else None,
-                    "worker_cpu_seconds": round(writer.cpu, 3),
-                    "points_per_worker_cpu_second": round(writer.count / writer.cpu, 1) if writer.cpu > 0 else None,
-                    "task": spec.task, "spec": spec.source, "out": str(path)})
-    Path(str(path) + ".summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+        rd.close()
     return summary
 
 
-def _run_pool(todo, writer, workers, retries, progress) -> None:
-    import concurrent.futures as cf
-    from concurrent.futures.process import BrokenProcessPool
-
-    window = 2 * workers
-    tries: dict[int, int] = {}
-    pending_chunks: dict = {}
-    exhausted = False
-    it = iter(todo)
-    pool = cf.ProcessPoolExecutor(max_workers=workers)
-    try:
-        while True:
-            while not exhausted and len(pending_chunks) < window:
-                ch = next(it, None)
-                if ch is None:
-                    exhausted = True
-                    break
-                pending_chunks[pool.submit(evaluate_chunk_lines, ch)] = ch
-            if not pending_chunks:
-                break
-            finished, _ = cf.wait(list(pending_chunks), return_when=cf.FIRST_COMPLETED)
-            broken = []
-            for fut in finished:
-                ch = pending_chunks.pop(fut)
-                try:
-                    writer.write(fut.result())
-                except BrokenProcessPool:
-                    broken.append(ch)
-                if progress:
-                    progress(writer.count)
-            if broken:
-                # a worker died: every chunk in flight is lost with the pool; run them again
-                lost = broken + list(pending_chunks.values())
-                pending_chunks.clear()
-                pool.shutdown(cancel_futures=True)
-                pool = cf.ProcessPoolExecutor(max_workers=workers)
-                for ch in lost:
-                    k = id(ch)
-                    tries[k] = tries.get(k, 0) + 1
-                    if tries[k] > retries:
-                        raise RuntimeError(f"a sweep chunk killed its worker {retries + 1} times")
-                    pending_chunks[pool.submit(evaluate_chunk_lines, ch)] = ch
-    finally:
-        pool.shutdown(cancel_futures=True)
+def _throughput(tally: Tally, workers: int, seconds: float, numbering: float, t0: float, coord: float) -> dict:
+    """This run's part of the summary: points evaluated, wall-clock and CPU throughput, where the
+    time went (numbering the space, until the first shard finished), the coordinator's CPU."""
+    n, cpu = tally.evaluated, tally.cpu
+    return {"evaluated": n, "seconds": round(seconds, 3),
+            "points_per_second": round(n / seconds, 1) if seconds > 0 else None,
+            "points_per_second_per_worker": round(n / seconds / workers, 1) if seconds > 0 else None,
+            "worker_cpu_seconds": round(cpu, 3),
+            "points_per_worker_cpu_second": round(n / cpu, 1) if cpu > 0 else None,
+            "numbering_seconds": round(numbering, 3),
+            "first_shard_seconds": None if tally.first is None else round(tally.first + tally.t0 - t0, 3),
+            "coordinator_cpu_seconds": round(coord, 3),
+            "coordinator_cpu_share": round(coord / cpu, 4) if cpu > 0 else None}
 
 
-def _run_ray(todo, writer, address, workers, retries, progress) -> None:
-    try:
-        import ray
-    except ImportError:
-        raise LayoutError("--ray needs the 'ray' package: pip install 'layoutverify[ray]'") from None
-    started = False
-    if not ray.is_initialized():
-        if address in ("local", ""):
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
-                     runtime_env={"env_vars": _worker_env()})
-        else:
-            ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _worker_env()})
-        started = True
-    try:
-        task = ray.remote(max_retries=retries)(evaluate_chunk_lines)
-        cpus = int(ray.cluster_resources().get("CPU", workers))
-        window = 2 * max(1, cpus)
-        inflight = []
-        it = iter(todo)
-        exhausted = False
-        while True:
-            while not exhausted and len(inflight) < window:
-                ch = next(it, None)
-                if ch is None:
-                    exhausted = True
-                    break
-                inflight.append(task.remote(ch))
-            if not inflight:
-                break
-            ready, inflight = ray.wait(inflight, num_returns=1)
-            for ref in ready:
-                writer.write(ray.get(ref))
-            if progress:
-                progress(writer.count)
-    finally:
-        if started:
-            ray.shutdown()
-
-
-def _worker_env() -> dict:
-    """Environment the Ray workers need: the crash marker of the retry test, if set."""
-    from .work import CRASH_ENV
-    env = {}
-    if os.environ.get(CRASH_ENV):
-        env[CRASH_ENV] = os.environ[CRASH_ENV]
-    return env
-
-
-def summarize(path: Path) -> dict:
-    """Counts over every record of the results file."""
-    verdicts, mechanisms, triton, errors = Counter(), Counter(), Counter(), Counter()
-    points = 0
-    with open(path) as f:
-        for line in f:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            points += 1
-            if "error" in r:
-                errors[r["error"].split(":")[0][:60]] += 1
-            if "verdict" in r:
-                verdicts[r["verdict"]] += 1
-            if "mechanism" in r:
-                mechanisms[r["mechanism"]] += 1
-            if r.get("triton_mechanism"):
-                triton[r["triton_mechanism"]] += 1
-    out = {"schema": SCHEMA, "kind": "sweep", "points": points, "errors": sum(errors.values()),
-           "error_kinds": dict(errors.most_common(10))}
-    if verdicts:
-        out["verdicts"] = dict(verdicts)
-    if mechanisms:
-        out["mechanisms"] = dict(mechanisms)
-    if triton:
-        out["triton_mechanisms"] = dict(triton)
-    return out
+def results_path(spec_path: str) -> str:
+    """The default results directory of a spec file: ``SPEC.results`` beside it."""
+    return str(Path(spec_path).with_suffix("")) + ".results"

@@ -26,64 +26,63 @@ warps = ["[2, 2]", "[4, 1]"]
 shape = ["32x16", "64x8"]
 ```
 
-Points come in **groups**: one shape, element type and set of adapter options, with the group's
-layouts listed once by name and its pairs by name. Every point has a stable ``id`` (a hash of the
-task, the group and the two layouts), which is how a resumed sweep skips what is done.
+Every key is checked here (one line naming the bad key or value, exit 2); the points the spec
+describes, and their numbering, are :mod:`.space`'s. ``limit`` is per space: at most that many
+points (``[[triton]]``) or combinations (``[[template]]``).
 """
 from __future__ import annotations
 
 import hashlib
-import itertools
+import json
 import string
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from layoutverify.core.errors import LayoutError
 from layoutverify.core.files import read_text
 
 from . import triton_space
+from .space import Space, shape_of
 
 TASKS = ("prove", "analyze")
 ELEMENT_BITS = {"f64": 64, "i64": 64, "f32": 32, "i32": 32, "tf32": 32, "f16": 16, "bf16": 16, "i16": 16,
                 "f8": 8, "fp8": 8, "i8": 8}
 TRITON_VERSIONS = ("3.6", "3.7", "3.8", "3.9")
-MAX_POINTS = 1 << 34
-
-
-@dataclass
-class Group:
-    """Points sharing shape, element type and adapter options."""
-    key: str                                  # stable description, part of every point id
-    task: str
-    shape_a: tuple | None
-    shape_b: tuple | None
-    options: dict                             # adapter options (triton_version)
-    element_type: str | None
-    layouts: dict = field(default_factory=dict)   # name -> spec text ("triton:...")
-    pairs: list = field(default_factory=list)     # [(a name, b name)]
-    meta: dict = field(default_factory=dict)      # written into every record
-
-    def point_id(self, a: str, b: str) -> str:
-        return point_id(self.task, self.key, self.layouts[a], self.layouts[b])
-
-
-def point_id(task: str, key: str, a_spec: str, b_spec: str) -> str:
-    """The stable id of a point: a hash of the task, its group and the two layout specs."""
-    return hashlib.blake2b(f"{task}|{key}|{a_spec}|{b_spec}".encode(), digest_size=8).hexdigest()
 
 
 @dataclass
 class Spec:
+    """A parsed spec: its task and its spaces (``("triton" | "template", table)``, in file order)."""
     task: str
     spaces: list   # ("triton", dict) | ("template", dict)
     source: str = "<spec>"
 
+    def space(self) -> Space:
+        """The numbered points (:class:`~.space.Space`)."""
+        return Space(self)
+
     def groups(self):
-        for kind, sp in self.spaces:
-            yield from (_triton_groups(self.task, sp) if kind == "triton" else _template_groups(self.task, sp))
+        return self.space().groups()
 
     def count(self) -> int:
-        return sum(len(g.pairs) for g in self.groups())
+        return self.space().points
+
+    def canonical(self) -> dict:
+        """What the points depend on, nothing else (not the file's path, comments or spelling):
+        the task and the spaces' tables."""
+        return {"task": self.task,
+                "spaces": [[kind, {k: v for k, v in sp.items() if not k.startswith("_")}] for kind, sp in self.spaces]}
+
+    def fingerprint(self) -> str:
+        """A hash of :meth:`canonical` and :data:`NUMBERING` (results of another fingerprint are
+        another sweep's)."""
+        text = json.dumps([NUMBERING, self.canonical()], sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+#: the version of the numbering of points (:mod:`.space`, :mod:`.triton_space`): bumped whenever a
+#: change of code gives a spec's points other indices, so that old results are refused, not mixed
+NUMBERING = "sweep-points/2"
 
 
 def _list(sp: dict, key: str, default, where: str):
@@ -91,27 +90,6 @@ def _list(sp: dict, key: str, default, where: str):
     if not isinstance(v, list) or not v:
         raise LayoutError(f"{where}: {key} must be a non-empty list, got {v!r}")
     return v
-
-
-#: most elements a sweep shape may have (a tensor of 2^24 elements is far past any register tile)
-MAX_SHAPE_ELEMENTS = 1 << 24
-
-
-def _shape(v, where: str) -> tuple:
-    if isinstance(v, str):
-        from layoutverify.adapters import parse_shape
-        shape = tuple(parse_shape(v))
-    elif isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v):
-        shape = tuple(v)
-    else:
-        raise LayoutError(f"{where}: bad shape {v!r} (want [64, 64] or \"64x64\")")
-    n = 1
-    for x in shape:
-        n *= x
-        if n > MAX_SHAPE_ELEMENTS:
-            raise LayoutError(f"{where}: shape {'x'.join(map(str, shape))} has more than {MAX_SHAPE_ELEMENTS} "
-                              f"elements (2^24), the sweep limit")
-    return shape
 
 
 def load_spec(path: str) -> Spec:
@@ -150,13 +128,30 @@ def parse_spec_text(text: str, source: str = "<spec>") -> Spec:
     return Spec(task, spaces, source)
 
 
+TRITON_KEYS = ("a", "b", "shapes", "num_warps", "element_types", "versions", "limit") + triton_space.FAMILIES
+TEMPLATE_KEYS = ("a", "b", "shape", "shape_a", "shape_b", "vars", "limit")
+
+
+def _check_keys(sp: dict, known: tuple, where: str) -> None:
+    unknown = sorted(set(sp) - set(known))
+    if unknown:
+        raise LayoutError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (known: {', '.join(known)})")
+
+
+def _check_limit(sp: dict, where: str) -> None:
+    lim = sp.get("limit")
+    if lim is not None and (not isinstance(lim, int) or isinstance(lim, bool) or lim < 1):
+        raise LayoutError(f"{where}: limit must be a positive integer, got {lim!r}")
+
+
 def _check_triton(sp: dict, where: str) -> None:
+    _check_keys(sp, TRITON_KEYS, where)
     for side in ("a", "b"):
         for fam in _list(sp, side, None, where):
             if fam not in triton_space.FAMILIES:
                 raise LayoutError(f"{where}: unknown family {fam!r} in {side} (known: {', '.join(triton_space.FAMILIES)})")
     for s in _list(sp, "shapes", None, where):
-        _shape(s, where)
+        shape_of(s, where)
     for w in _list(sp, "num_warps", [4], where):
         if not isinstance(w, int) or w < 1 or w & (w - 1) or w > 64:
             raise LayoutError(f"{where}: num_warps must be powers of two up to 64, got {w!r}")
@@ -172,41 +167,12 @@ def _check_triton(sp: dict, where: str) -> None:
         for k in (sp.get(fam) or {}):
             if k not in triton_space.DEFAULTS[fam]:
                 raise LayoutError(f"{where}: unknown {fam} parameter {k!r} (known: {', '.join(triton_space.DEFAULTS[fam])})")
-    lim = sp.get("limit")
-    if lim is not None and (not isinstance(lim, int) or lim < 1):
-        raise LayoutError(f"{where}: limit must be a positive integer")
-
-
-def _triton_groups(task: str, sp: dict):
-    left = sp.get("limit") or MAX_POINTS
-    versions = sp.get("versions", [None])
-    for version, etype, nw, shape in itertools.product(versions, sp.get("element_types", ["f16"]),
-                                                        sp.get("num_warps", [4]),
-                                                        [_shape(s, sp["_where"]) for s in sp["shapes"]]):
-        if left <= 0:
-            return
-        opts = {"triton_version": str(version)} if version is not None else {}
-        key = f"triton|{version}|{etype}|w{nw}|{'x'.join(map(str, shape))}"
-        g = Group(key, task, shape, shape, opts, etype,
-                  meta={"version": version, "element_type": etype, "num_warps": nw, "shape": list(shape)})
-        sides = []
-        for side in ("a", "b"):
-            names = []
-            for fam in sp[side]:
-                for name, text in triton_space.instances(fam, shape, nw, sp.get(fam)):
-                    g.layouts[name] = "triton:" + text
-                    names.append(name)
-            sides.append(names)
-        for a, b in itertools.product(*sides):
-            if left <= 0:
-                break
-            g.pairs.append((a, b))
-            left -= 1
-        if g.pairs:
-            yield g
+    _check_limit(sp, where)
 
 
 def _check_template(sp: dict, where: str) -> None:
+    _check_keys(sp, TEMPLATE_KEYS, where)
+    _check_limit(sp, where)
     for side in ("a", "b"):
         if not isinstance(sp.get(side), str) or not sp[side].strip():
             raise LayoutError(f"{where}: {side} must be a layout spec template")
@@ -232,30 +198,3 @@ def _check_template(sp: dict, where: str) -> None:
                     raise LayoutError(f"{where}: zipped vars {tie} must all exist and have the same length")
         elif not isinstance(v, list) or not v:
             raise LayoutError(f"{where}: vars.{k} must be a non-empty list")
-
-
-def _template_groups(task: str, sp: dict):
-    vars_ = {k: v for k, v in sp.get("vars", {}).items() if k != "zip"}
-    ties = [list(t) for t in sp.get("vars", {}).get("zip", [])]
-    tied = {n for t in ties for n in t}
-    axes = [(t, list(zip(*(vars_[n] for n in t)))) for t in ties] + \
-        [([n], [(x,) for x in vals]) for n, vals in vars_.items() if n not in tied]
-    left = sp.get("limit") or MAX_POINTS
-    for combo in itertools.product(*(vals for _, vals in axes)):
-        if left <= 0:
-            return
-        env = {}
-        for (names, _), vals in zip(axes, combo):
-            env.update({n: str(v) for n, v in zip(names, vals)})
-        sub = lambda t: string.Template(str(t)).substitute(env)  # noqa: E731
-        a, b = sub(sp["a"]), sub(sp["b"])
-        both = sp.get("shape")
-        sa = sp.get("shape_a", both)
-        sb = sp.get("shape_b", both)
-        shape_a = _shape(sub(sa), sp["_where"]) if sa else None
-        shape_b = _shape(sub(sb), sp["_where"]) if sb else None
-        key = "template|" + "|".join(f"{k}={v}" for k, v in sorted(env.items()))
-        g = Group(key, task, shape_a, shape_b, {}, None, layouts={"a": a, "b": b}, pairs=[("a", "b")],
-                  meta={"vars": env, "a_spec": a, "b_spec": b})
-        left -= 1
-        yield g

@@ -44,9 +44,11 @@ def _l(xs) -> str:
     return "[" + ", ".join(str(int(x)) for x in xs) + "]"
 
 
+_BLOCKED = "#ttg.blocked<{{sizePerThread = {}, threadsPerWarp = {}, warpsPerCTA = {}, order = {}}}>"
+
+
 def blocked_text(spt, tpw, wpc, order) -> str:
-    return (f"#ttg.blocked<{{sizePerThread = {_l(spt)}, threadsPerWarp = {_l(tpw)}, warpsPerCTA = {_l(wpc)}, "
-            f"order = {_l(order)}}}>")
+    return _BLOCKED.format(_l(spt), _l(tpw), _l(wpc), _l(order))
 
 
 def mma_text(version, wpc, instr) -> str:
@@ -66,10 +68,11 @@ def instances(family: str, shape, num_warps: int, params: dict | None = None) ->
     out: list[tuple[str, str]] = []
     if family == "blocked":
         if rank == 2:
-            for spt, tpw, wpc, order in itertools.product(p["size_per_thread"], p["threads_per_warp"],
-                                                          warp_splits(num_warps), p["order"]):
-                out.append((f"blocked-s{_tag(spt)}-t{_tag(tpw)}-w{_tag(wpc)}-o{_tag(order)}",
-                            blocked_text(spt, tpw, wpc, order)))
+            # each parameter value spelled once (tag, list), not once per instance
+            spell = [[(_tag(v), _l(v)) for v in vs] for vs in (p["size_per_thread"], p["threads_per_warp"],
+                                                               warp_splits(num_warps), p["order"])]
+            for (ts, ls), (tt, lt), (tw, lw), (to, lo) in itertools.product(*spell):
+                out.append((f"blocked-s{ts}-t{tt}-w{tw}-o{to}", _BLOCKED.format(ls, lt, lw, lo)))
         elif rank == 1:
             for spt in sorted({s[-1] for s in p["size_per_thread"]}):
                 out.append((f"blocked-s{spt}-w{num_warps}", blocked_text([spt], [32], [num_warps], [0])))

@@ -1,27 +1,54 @@
-"""Evaluating sweep points in a worker (a pool process or a Ray task).
+"""A worker's part of a sweep: the shard ``[lo, hi)``, enumerated, evaluated and written here.
 
-A **chunk** is a JSON-able dict: ``task``, ``shape_a``/``shape_b``, ``options`` (adapter
-options), ``element_type``, ``layouts`` (name -> spec, only those its pairs use), ``pairs``
-(``[id, a name, b name]``; ``id`` None: computed here from the group ``key``) and ``meta``. :func:`evaluate_chunk` parses each layout once and
-answers one record per pair:
+:func:`run_shard` numbers its own points from the spec (:class:`~.space.Space`, built once per
+process), parses each layout a shard uses once, evaluates every point and writes the shard's
+records and summary into the results directory (:mod:`.store`); the coordinator receives only the
+summary (a few hundred bytes). Where the results directory is not visible (a Ray node without the
+shared path) the records come back instead, compressed, for the coordinator to write.
 
-* ``prove``: ``verdict`` and ``method`` (the core's batch prover, :func:`layoutverify.core.batch.prove_many`);
+A record is one JSON line, its keys in this order: ``i`` (index in the space), ``id`` (stable
+hash, :func:`~.space.point_id`), ``a``, ``b`` (layout names), the group's ``meta`` (Triton:
+``version``, ``element_type``, ``num_warps``, ``shape``; templates: ``vars``, ``a_spec``,
+``b_spec``), then
+
+* ``prove``: ``verdict`` and ``method`` (the core's :func:`~layoutverify.core.batch.prove_many`);
 * ``analyze``: ``mechanism`` (cheapest sufficient), ``triton_mechanism`` (what Triton's lowering
   uses; :mod:`layoutverify.apps.scan.triton_choice`), ``elements_moved``, ``vector_width``;
 
-or ``error`` (bad input: the layout does not fit the shape, ...). Records carry ``id``, ``a``,
-``b`` (names) and the group's ``meta``.
+or ``error`` (bad input: a layout that does not fit its shape, ...). Records hold no times or
+other run-dependent values, so a sweep's records are the same however it is run.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
+import hashlib
+import json
 import os
+import socket
 import time
+import zlib
+from collections import Counter
 
 from layoutverify.core.errors import LayoutError
 
-#: set to make a worker crash on purpose (tests of Ray's task retries): "PATH:N" makes the first
-#: N chunks evaluated anywhere with this marker file present exit the worker process
+from .space import Space
+from .store import MANIFEST, read_json, write_shard
+
+#: set to make a worker crash on purpose (tests of retries): "PATH" makes the first shard started
+#: anywhere while the marker file PATH exists remove it and exit its worker process
 CRASH_ENV = "LAYOUTVERIFY_SWEEP_CRASH_ONCE"
+#: set (to any value) to make workers treat the results directory as not shared (tests of the
+#: path by which records come back to the coordinator)
+UNSHARED_ENV = "LAYOUTVERIFY_SWEEP_UNSHARED"
+
+class SweepFailed(RuntimeError):
+    """A shard could not be evaluated (its worker died more often than the retries allow)."""
+
+
+_SPACES: dict[str, Space] = {}        # fingerprint -> space (one spec per process, usually)
+_VISIBLE: dict[tuple, bool] = {}      # (out, fingerprint) -> the results directory is here
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def _maybe_crash() -> None:
@@ -34,82 +61,189 @@ def _maybe_crash() -> None:
         os._exit(17)
 
 
-def _parse_all(chunk: dict) -> dict:
-    from layoutverify.adapters import parse_spec, split_spec
-    out = {}
-    used_a = {p[1] for p in chunk["pairs"]}
-    used_b = {p[2] for p in chunk["pairs"]}
-    for name, spec in chunk["layouts"].items():
-        for side, shape, used in (("a", chunk.get("shape_a"), used_a), ("b", chunk.get("shape_b"), used_b)):
-            if name not in used:
-                continue
-            opts = dict(chunk.get("options") or {})
-            if split_spec(spec)[0] != "triton":
-                opts.pop("triton_version", None)
-            try:
-                out[(side, name)] = parse_spec(spec, shape=tuple(shape) if shape else None, **opts)
-            except LayoutError as e:
-                out[(side, name)] = e
-    return out
+def space_of(spec, space: Space | None = None) -> Space:
+    """The numbered points of ``spec``, made once per process (``space``: one made already, kept
+    for later calls; the coordinator hands its own to the workers it forks)."""
+    fp = spec.fingerprint()
+    sp = _SPACES.get(fp)
+    if sp is None:
+        if len(_SPACES) > 8:
+            _SPACES.clear()
+        sp = _SPACES[fp] = space or Space(spec)
+    return sp
 
 
-def evaluate_chunk(chunk: dict) -> list[dict]:
-    """One record per pair of ``chunk`` (see the module docstring)."""
+def run_shard(spec, out: str, width: int, n: int, lo: int, hi: int, *, node: str | None = None) -> dict:
+    """Evaluate and write shard ``n`` (points ``[lo, hi)``); its summary. When ``out`` holds no
+    manifest of this spec here (a node that does not share the path), the summary carries the
+    records instead, zlib-compressed, under ``records_z``."""
     _maybe_crash()
-    t0 = time.perf_counter()
-    layouts = _parse_all(chunk)
-    meta = chunk.get("meta") or {}
-    records = []
-    todo = []
-    for pid, a, b in chunk["pairs"]:
-        if pid is None:
-            from .spec import point_id
-            pid = point_id(chunk["task"], chunk["key"], chunk["layouts"][a], chunk["layouts"][b])
-        rec = {"id": pid, "a": a, "b": b, **meta}
-        la, lb = layouts[("a", a)], layouts[("b", b)]
-        bad = la if isinstance(la, Exception) else lb if isinstance(lb, Exception) else None
-        if bad is not None:
-            rec["error"] = str(bad)
-        else:
-            todo.append((rec, la, lb))
-        records.append(rec)
-    if chunk["task"] == "prove":
-        from layoutverify.core.batch import prove_many
-        results = prove_many([(la, lb) for _, la, lb in todo], errors="return")
-        for (rec, _, _), res in zip(todo, results):
-            if isinstance(res, Exception):
-                rec["error"] = str(res)
-            else:
-                rec["verdict"], rec["method"] = res.verdict, res.method
+    c0, t0 = time.process_time(), time.perf_counter()
+    fp = spec.fingerprint()
+    counts = Counts(spec.task)
+    with _collector_paused():
+        text = "".join(evaluate(space_of(spec), lo, hi, counts)).encode()
+    summary = counts.as_dict()
+    summary.update(fingerprint=fp, shard=n, lo=lo, hi=hi)
+    visible = _VISIBLE.get((out, fp))
+    if visible is None:
+        m = read_json(os.path.join(out, MANIFEST))
+        visible = _VISIBLE[(out, fp)] = bool(m) and m.get("fingerprint") == fp
+    visible = visible and not os.environ.get(UNSHARED_ENV)
+    summary["worker"] = {"host": socket.gethostname(), "pid": os.getpid(), **({"node": node} if node else {})}
+    if visible:
+        summary["cpu_seconds"] = round(time.process_time() - c0, 6)   # (the writing included)
+        summary["seconds"] = round(time.perf_counter() - t0, 6)
+        write_shard(out, n, width, text, summary)
     else:
-        from layoutverify.apps.scan.triton_choice import triton_choice
-        from layoutverify.core.conversion import analyze
-        bits = _bits(chunk.get("element_type"))
-        for rec, la, lb in todo:
-            try:
-                rep = analyze(la, lb, element_bits=bits)
-                rec.update(mechanism=rep.mechanism, elements_moved=rep.elements_moved, vector_width=rep.vector_width)
-                if la.kind == "register" and lb.kind == "register":
-                    rec["triton_mechanism"] = triton_choice(la, lb).mechanism
-            except LayoutError as e:
-                rec["error"] = str(e)
-    dt = time.perf_counter() - t0
-    for r in records:
-        r["worker_seconds"] = round(dt / max(1, len(records)), 7)
-    return records
+        summary["records_z"] = zlib.compress(text, 1)
+        summary["cpu_seconds"] = round(time.process_time() - c0, 6)
+        summary["seconds"] = round(time.perf_counter() - t0, 6)
+    return summary
 
 
-def evaluate_chunk_lines(chunk: dict) -> tuple[int, str, float]:
-    """:func:`evaluate_chunk` serialised in the worker: ``(records, JSON lines, CPU seconds the
-    worker spent on the chunk)``; the CPU time gives a throughput that other load on the machine
-    does not bend."""
-    import json
-    c0 = time.process_time()
-    recs = evaluate_chunk(chunk)
-    text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs)
-    return len(recs), text, time.process_time() - c0
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off for one shard. Evaluating points makes no reference
+    cycles (a shard's objects are freed by reference counting), but its allocations trigger
+    collections that traverse the worker's whole heap (parsed layouts, normal forms, caches): 30%
+    of a worker's CPU time on a 4096-point shard of Triton pairs (benchmarks/bench_sweep.py). Any
+    cycle that does arise is collected after the shard, when the collector runs again."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
-def _bits(etype) -> int:
+class Counts:
+    """What a shard's summary counts: points, errors by kind (the message up to its first colon)
+    with the first error, and verdicts (``prove``) or mechanisms (``analyze``)."""
+
+    def __init__(self, task: str):
+        self.task = task
+        self.points = 0
+        self.errors: Counter = Counter()
+        self.first_error: dict | None = None
+        self.verdicts: Counter = Counter()
+        self.mechanisms: Counter = Counter()
+        self.triton: Counter = Counter()
+
+    def error(self, i: int, msg: str) -> None:
+        self.errors[msg.split(":")[0][:60]] += 1
+        if self.first_error is None:
+            self.first_error = {"i": i, "error": msg}
+
+    def as_dict(self) -> dict:
+        d = {"points": self.points, "errors": sum(self.errors.values()), "error_kinds": dict(self.errors),
+             "first_error": self.first_error}
+        if self.task == "prove":
+            d["verdicts"] = dict(self.verdicts)
+        else:
+            d["mechanisms"] = dict(self.mechanisms)
+            d["triton_mechanisms"] = dict(self.triton)
+        return d
+
+
+def evaluate(space: Space, lo: int, hi: int, counts: Counts):
+    """The record lines of the points ``[lo, hi)`` (see the module docstring), counted into
+    ``counts``."""
+    for g, k0, k1, i0 in space.slices(lo, hi):
+        yield from _group_lines(g, k0, k1, i0, counts)
+
+
+def _group_lines(g, k0: int, k1: int, i0: int, counts: Counts):
+    """The lines of the group's points ``k0..k1-1`` (the space's ``i0...``): A-major, so the
+    A layout, its JSON name and its id hash prefix are made once per row of B layouts."""
+    nb = len(g.b)
+    one_row = k0 // nb == (k1 - 1) // nb
+    b_used = range(k0 % nb, (k1 - 1) % nb + 1) if one_row else range(nb)
+    lay_b = {bi: _parse(g, g.shape_b, g.b[bi]) for bi in b_used}
+    jb = {bi: _dumps(g.b[bi]) for bi in lay_b}
+    bspec = {bi: g.layouts[g.b[bi]].encode() for bi in lay_b}
+    meta = _dumps(g.meta)[1:-1]
+    tail = ("," + meta if meta else "") + ","
+    heads, todo = [], []          # record heads ('{"i":..,..meta,'), pairs to evaluate (slot, A, B)
+    i = i0
+    for ai in range(k0 // nb, (k1 - 1) // nb + 1):
+        a = g.a[ai]
+        la = _parse(g, g.shape_a, a)
+        head_a = f',"a":{_dumps(a)},"b":'
+        hasher = hashlib.blake2b(f"{g.task}|{g.key}|{g.layouts[a]}|".encode(), digest_size=8)
+        bad_a = g.error or (str(la) if isinstance(la, LayoutError) else None)
+        for bi in range(max(0, k0 - ai * nb), min(nb, k1 - ai * nb)):
+            h = hasher.copy()
+            h.update(bspec[bi])
+            heads.append(f'{{"i":{i},"id":"{h.hexdigest()}"{head_a}{jb[bi]}{tail}')
+            lb = lay_b[bi]
+            if bad_a is not None:
+                todo.append((i - i0, bad_a, None))
+            elif isinstance(lb, LayoutError):
+                todo.append((i - i0, str(lb), None))
+            else:
+                todo.append((i - i0, la, lb))
+            i += 1
+    bodies = _evaluate(g, todo, i0, counts)
+    counts.points += len(heads)
+    for head, body in zip(heads, bodies):
+        yield head + body + "}\n"
+
+
+def _parse(g, shape, name):
+    from layoutverify.adapters import parse_spec, split_spec
+    spec = g.layouts[name]
+    opts = g.options
+    if opts and split_spec(spec)[0] != "triton":
+        opts = {k: v for k, v in opts.items() if k != "triton_version"}
+    try:
+        return parse_spec(spec, shape=shape, **opts)
+    except LayoutError as e:
+        return e
+
+
+_PROVED: dict[tuple, str] = {}   # (verdict, method) -> '"verdict":...,"method":...'
+
+
+def _evaluate(g, todo: list, i0: int, counts: Counts) -> list[str]:
+    """The result part of each record of ``todo`` (``(slot, A, B)``, or ``(slot, message, None)``
+    for a point that is an error already), in order."""
+    out: list[str] = [""] * len(todo)
+    live = [(s, a, b) for s, a, b in todo if b is not None]
+    for s, msg, b in todo:
+        if b is None:
+            counts.error(i0 + s, msg)
+            out[s] = '"error":' + _dumps(msg)
+    if g.task == "prove":
+        from layoutverify.core.batch import prove_many
+        results = prove_many([(a, b) for _, a, b in live], errors="return")
+        for (s, _, _), res in zip(live, results):
+            if isinstance(res, Exception):
+                counts.error(i0 + s, str(res))
+                out[s] = '"error":' + _dumps(str(res))
+                continue
+            frag = _PROVED.get((res.verdict, res.method))
+            if frag is None:
+                frag = _PROVED[(res.verdict, res.method)] = \
+                    _dumps({"verdict": res.verdict, "method": res.method})[1:-1]
+            counts.verdicts[res.verdict] += 1
+            out[s] = frag
+        return out
+    from layoutverify.apps.scan.triton_choice import triton_choice
+    from layoutverify.core.conversion import analyze
     from .spec import ELEMENT_BITS
-    return ELEMENT_BITS.get(etype or "f16", 16)
+    bits = ELEMENT_BITS.get(g.element_type or "f16", 16)
+    for s, la, lb in live:
+        try:
+            rep = analyze(la, lb, element_bits=bits)
+            rec = {"mechanism": rep.mechanism, "elements_moved": rep.elements_moved, "vector_width": rep.vector_width}
+            counts.mechanisms[rep.mechanism] += 1
+            if la.kind == "register" and lb.kind == "register":
+                rec["triton_mechanism"] = tm = triton_choice(la, lb).mechanism
+                counts.triton[tm] += 1
+            out[s] = _dumps(rec)[1:-1]
+        except LayoutError as e:
+            counts.error(i0 + s, str(e))
+            out[s] = '"error":' + _dumps(str(e))
+    return out
