@@ -24,7 +24,9 @@ How a register layout is accessed (what Triton's ``local_store``/``local_load`` 
 * The element's address is ``offset * element_bytes`` where ``offset`` is the location of that
   element in the memory layout (hardware dims ``offset[, block]`` -> logical; the block of the
   memory layout is the thread's block when the memory layout has one; the smallest offset when an
-  element has several).
+  element has several). A ``padded_shared`` layout (its ``padding`` pairs ``(interval, pad)``)
+  places dense offset ``i`` at slot ``i + sum_k (i // interval_k) * pad_k``; its vectors stay
+  within one interval.
 * **Vector width** ``v``: the largest power of two with ``v * element_bytes <= 16`` such that every
   thread's offsets split into aligned runs ``[k*v, k*v + v)`` that the thread holds completely;
   each run is one vector access. Registers are grouped by offsets, not by register number, so a
@@ -318,6 +320,9 @@ def bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16, *,
     lane, warp, block = c["lane"][keep], c["warp"][keep], c["block"][keep]
 
     max_vec = max(1, max_vector_bytes // ebytes)
+    padding = padding_of(shared)
+    if padding:  # a vector must not straddle a padding gap: at most the smallest interval
+        max_vec = max(1, min(max_vec, min(i for i, _ in padding)))
     v, run = 1, vector_runs(thread, register, offset, 1, vector_rule)
     while v * 2 <= max_vec:
         r2 = vector_runs(thread, register, offset, v * 2, vector_rule)
@@ -329,7 +334,7 @@ def bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16, *,
 
     # one row per vector access; its instruction is the rank of the run's lowest register
     lead = first_per_group(run, register)
-    r_reg, r_off = register[lead], (offset[lead] // v) * v
+    r_reg, r_off = register[lead], padded_offsets((offset[lead] // v) * v, padding)
     r_lane, r_warp, r_block = lane[lead], warp[lead], block[lead]
     instr = dense_ids(r_reg)
 
@@ -387,6 +392,25 @@ def bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16, *,
         ideal_wavefronts=int(ideal_instr[worst_i]), conflict_ways=int(per_phase.max()),
         total_wavefronts=int(per_warp[worst_w]), total_ideal=int(ideal_warp[worst_w]), witness=witness,
         arch=arch, banks=num_banks)
+
+
+def padding_of(shared: Layout) -> tuple:
+    """The ``(interval, pad)`` pairs of a padded shared layout (Triton's ``padded_shared``, whose
+    adapter returns dense offsets and carries the padding beside them), else ``()``."""
+    pairs = getattr(shared, "padding", None) or ()
+    return tuple((int(i), int(p)) for i, p in pairs)
+
+
+def padded_offsets(offset: np.ndarray, padding) -> np.ndarray:
+    """Physical slots of dense offsets: ``offset + sum_k (offset // interval_k) * pad_k``
+    (Triton's ``padded_shared``: ``pad_k`` empty slots after every ``interval_k`` elements)."""
+    out = np.asarray(offset, dtype=np.int64)
+    if not padding:
+        return out
+    base = out
+    for interval, pad in padding:
+        out = out + (base // interval) * pad
+    return out
 
 
 def _coord(layout: Layout, flat: int) -> tuple[int, ...]:
