@@ -27,9 +27,9 @@ from layoutverify.core.errors import LayoutError
 
 from . import findings as F
 from .attribution import attribute
-from .facts import cost_of, estimate_counts, rename_or_select, totals
+from .facts import cost_of, estimate_counts, matrix_instruction, rename_or_select, totals
 from .identity import identity, identity_key, specialisation
-from .ops import transfers
+from .ops import ASYNC_COPY, transfers
 from .target import metadata_target, target_of
 from .triton_choice import triton_choice
 
@@ -204,9 +204,9 @@ def analyze_transfer(tr, op_name: str, module, target, cache: _Cache, options: S
         elif tr.role in ("store", "load"):
             reg, mem = (src, dst) if tr.role == "store" else (dst, src)
             rec["triton_mechanism"] = "shared_store" if tr.role == "store" else "shared_load"
-            _banks(rec, reg, mem, bits, cache, target)
-            rep = next(iter(rec["bank_conflicts"].values())) if rec.get("bank_conflicts") else None
             reg_type = module.expand(tr.target if tr.role == "load" else tr.source)
+            _banks(rec, reg, mem, bits, cache, target, reg_type if op_name not in ASYNC_COPY else None)
+            rep = next(iter(rec["bank_conflicts"].values())) if rec.get("bank_conflicts") else None
             rec["_estimate"], rec["_conflict"] = estimate_counts(tr.role, op_name, element_bytes=eb,
                                                                  banks_report=rep, target=target, reg_type=reg_type)
         elif tr.role in ("global_load", "global_store"):
@@ -287,30 +287,47 @@ def _convert(rec, src, dst, bits, cache, options, version=None):
                                          F.cheaper_message(choice.mechanism, choice.rule, need)))
 
 
-def _banks(rec, reg, mem, bits, cache, target):
+def _banks(rec, reg, mem, bits, cache, target, reg_type=None):
+    """The bank report of a store or load through the op's shared layout (``rec["bank_conflicts"]``
+    and a ``bank_conflicts`` finding): the per-thread vector model of
+    :func:`layoutverify.core.banks.bank_conflicts`, or the gathering model of
+    :func:`~layoutverify.core.banks.gathered_bank_conflicts` where Triton lowers the access to
+    ``ldmatrix``/``stmatrix`` or gfx950's transposing reads (:func:`.facts.matrix_instruction`)."""
     if reg.kind != "register" or mem.kind != "memory":
         rec["note"] = "not a register <-> shared-memory pair"
         return
     if target.bank_arch is None:
         rec["note"] = f"no shared-memory bank model for {target.text}: bank conflicts not computed"
         return
-    from layoutverify.core.banks import bank_conflicts
+    from layoutverify.core.banks import bank_conflicts, gathered_bank_conflicts
     if reg.out_sizes != mem.out_sizes:
         reg = _in_allocation(reg, mem)
         rec["note"] = ("the tensor is a sub-tile of its allocation (a memdesc_subslice view): banks computed "
                        "for the sub-tile at the allocation's origin")
+    ebits = max(8, bits) if bits <= 64 else 64
     key = ("bank", reg.fingerprint(), mem.fingerprint(), tuple(getattr(mem, "padding", None) or ()), bits,
-           target.bank_arch)
-    rep = cache.results.get(key)
-    if rep is None:
-        rep = bank_conflicts(reg, mem, max(8, bits) if bits <= 64 else 64, arch=target.bank_arch).to_json()
-        cache.results[key] = rep
+           target.bank_arch, reg_type)
+    hit = cache.results.get(key)
+    if hit is None:
+        rep = bank_conflicts(reg, mem, ebits, arch=target.bank_arch).to_json()
+        special = matrix_instruction(rec["role"], reg_type, target, ebits, rep["access_bytes"])
+        if special is not None:
+            gathered = gathered_bank_conflicts(reg, mem, ebits, arch=target.bank_arch,
+                                               access_bytes=8 if special == "ds_read_tr" else 16,
+                                               phases="lanes" if special == "ds_read_tr" else "words")
+            rep = dict(gathered.to_json(), instruction=special,
+                       per_thread_vector_model={k: rep[k] for k in ("vector", "access_bytes", "conflict_ways",
+                                                                    "total_wavefronts", "total_ideal")})
+        hit = cache.results[key] = rep
+    rep = hit
     rec["bank_conflicts"] = {rec["triton_mechanism"]: rep}
     rec["vector_width"] = rep["vector"]
     if rep["conflict_ways"] > 1:
+        how = f" through {rep['instruction']}" if rep.get("instruction") else ""
         rec["findings"].append(F.finding(
-            "bank_conflicts", f"{rep['conflict_ways']}-way bank conflicts ({target.bank_arch}, {rep['banks']} banks): "
-                              f"{rep['total_wavefronts']} wavefronts per warp where {rep['total_ideal']} would do"))
+            "bank_conflicts", f"{rep['conflict_ways']}-way bank conflicts{how} ({target.bank_arch}, {rep['banks']} "
+                              f"banks): {rep['total_wavefronts']} wavefronts per warp where {rep['total_ideal']} "
+                              f"would do"))
 
 
 def _first_buffer(src, dst):

@@ -256,17 +256,12 @@ def estimate_counts(role: str, op_name: str, *, src=None, dst=None, element_byte
         cls = "shared_store" if role == "store" else "shared_load"
         if op_name.endswith(("async_copy_global_to_local", "buffer_load_to_local")):
             cls = "async_copy"
-        nbytes = rep["instructions"] * rep["access_bytes"]
-        special = None if cls == "async_copy" else \
-            matrix_instruction(role, reg_type, target, eb * 8, rep["access_bytes"])
+        special = rep.get("instruction")
         if special in ("ldmatrix", "stmatrix"):
-            add(counts, special, 16, math.ceil(nbytes / 16))
-        elif special == "ds_read_tr":
-            add(counts, cls, 8, math.ceil(nbytes / 8))
-        else:
-            add(counts, cls, rep["access_bytes"], rep["instructions"])
-            if rep.get("total_ideal"):
-                conflict[cls] = rep["total_wavefronts"] / rep["total_ideal"]
+            cls = special
+        add(counts, cls, rep["access_bytes"], rep["instructions"])
+        if rep.get("total_ideal"):
+            conflict[cls] = rep["total_wavefronts"] / rep["total_ideal"]
     elif role in ("global_load", "global_store") and src is not None:
         v = vector(src, eb)
         add(counts, role, v * eb, math.ceil(per_thread_elements(src) / v))

@@ -13,10 +13,13 @@ A kernel's **identity** is
     fp16 and fp8 versions of one kernel differ here;
   - ``constexprs``: the metadata's ``constants``/``constexprs`` where a cache records them
     (Triton 3.6 - 3.9 do not);
-  - ``tiles``: the shapes of the tensors the kernel loads, stores, converts and multiplies
-    (sorted, distinct). Block-size ``constexpr`` values, which Triton's cache does not record,
-    appear here: the autotune configurations of a matmul differ in their tiles, their warps or
-    their stages.
+  - ``tiles``: the shapes of the tensors the kernel loads from and stores to global memory and
+    of the operands of its matrix instructions (sorted, distinct; a multi-buffered shared
+    operand counts without its buffer dim). Block-size ``constexpr`` values, which Triton's
+    cache does not record, appear here: the autotune configurations of a matmul differ in their
+    tiles, their warps or their stages. The shapes of what the compiler converts or stages in
+    between are left out, so a compiler that drops a conversion or buffers differently does not
+    change the kernel's identity.
 
 The **key** is that identity as one deterministic text (:func:`identity_key`). The compiling
 release (``triton_version``), the cache's hash folder and the file's path are not part of it:
@@ -92,15 +95,29 @@ def signature(header: str | None) -> list[str]:
     return out
 
 
+TILE_ROLES = ("global_load", "global_store", "operand")
+
+
+def _shape(type_text: str | None) -> list[int] | None:
+    m = re.match(r"\s*(?:tensor|!\w+\.memdesc)<\s*((?:\d+\s*x\s*)+)", type_text or "")
+    return [int(x) for x in re.findall(r"\d+", m.group(1))] if m else None
+
+
 def tiles(module) -> list[str]:
-    """Distinct shapes (``128x64``) of the tensors the module's layout ops move, sorted."""
+    """Distinct shapes (``128x64``) of the tensors a kernel loads from and stores to global
+    memory, copies into shared memory, and multiplies, sorted (see the module docstring)."""
+    from .ops import ASYNC_COPY
     shapes = set()
     for op in module.ops:
         for tr in transfers(op):
-            for t in (tr.source, tr.target):
-                m = re.match(r"\s*(?:tensor|!\w+\.memdesc)<\s*((?:\d+\s*x\s*)+)", t or "")
-                if m:
-                    shapes.add("x".join(re.findall(r"\d+", m.group(1))))
+            if tr.role not in TILE_ROLES and op.name not in ASYNC_COPY:
+                continue
+            dims = _shape(tr.source)
+            if dims is None:
+                continue
+            if tr.role == "operand" and "memdesc" in (tr.source or "") and len(dims) > 2:
+                dims = dims[-2:]
+            shapes.add("x".join(str(d) for d in dims))
     return sorted(shapes, key=lambda s: ([int(x) for x in s.split("x")], s))
 
 
