@@ -49,6 +49,8 @@ def run(args) -> int:
         from layoutverify.apps.scan.baseline import load_scan
         old = load_scan(args.baseline)
     modules = find_modules(args.paths)
+    if not modules:
+        print(f"scan: no TTGIR module found in {', '.join(args.paths)}", file=sys.stderr)
     options = ScanOptions(triton_version=args.triton_version, compiled=not args.no_compiled)
     to_stdout = args.json == "-"
     doc = _scan_with_progress(modules, options, show=not (args.quiet or to_stdout), scan_modules=scan_modules)
