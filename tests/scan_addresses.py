@@ -5,9 +5,12 @@ The listing (PTX or AMDGCN) is executed once, in textual order, for every thread
 once (numpy vectors of 64-bit integers), over the integer instructions that compute addresses.
 A value the evaluation does not know (a kernel argument, a loaded value, a floating-point
 result) is ``None`` and poisons what is computed from it. A register read takes its latest
-textual definition, so a value carried around a loop is its value on entry (iteration 0); shared
-memory starts at 0 (PTX ``global_smem``; an AMD workgroup's LDS), the CTA is block 0, and guards
-(PTX predicates, AMD ``exec`` masks) are ignored: every thread executes every instruction.
+textual definition, so a value carried around a loop is its value on entry (iteration 0; a
+second pass starts from the first one's final values, for values defined after their use in the
+text: the next iteration's); a definition that a forward branch may jump over before the read
+(an ``if``/``else`` arm) makes the read unknown. Shared memory starts at 0 (PTX
+``global_smem``; an AMD workgroup's LDS), the CTA is block 0, and guards (PTX predicates, AMD
+``exec`` masks) are ignored: every thread executes every instruction.
 
 :func:`accesses` returns every shared-memory access with its per-thread byte addresses (or None
 when they depend on unknown values) and the bytes each thread moves; :func:`wavefronts` applies
@@ -65,14 +68,42 @@ def _split_operands(text: str) -> list[str]:
     return out
 
 
+class _Bypass:
+    """Forward branches ``(from line, to line)`` of a listing: a definition at line ``d`` may be
+    jumped over on the way to a read at line ``u`` when some branch leaves before ``d`` and lands
+    after it, at or before ``u``."""
+
+    def __init__(self, text: str, label_rx: str, branch_rx: str):
+        lines = text.splitlines()
+        labels = {}
+        for n, line in enumerate(lines, start=1):
+            m = re.match(label_rx, line)
+            if m:
+                labels[m.group(1)] = n
+        self.forward = []
+        for n, line in enumerate(lines, start=1):
+            m = re.search(branch_rx, line)
+            if m and m.group(1) in labels and labels[m.group(1)] > n:
+                self.forward.append((n, labels[m.group(1)]))
+
+    def skipped(self, d: int, u: int) -> bool:
+        return any(b < d < t <= u for b, t in self.forward)
+
+
 class _PtxState:
     def __init__(self, threads: int):
         self.n = threads
         self.tid = np.arange(threads, dtype=np.int64)
         self.regs: dict = {}
+        self.defined: dict = {}
+        self.line = 0
+        self.bypass = None
 
     def val(self, op: str):
         op = op.strip()
+        d = self.defined.get(op)
+        if d is not None and self.bypass is not None and self.bypass.skipped(d, self.line):
+            return None
         if re.fullmatch(r"-?(0[xX][0-9a-fA-F]+|\d+)U?", op):
             return np.full(self.n, int(op.rstrip("U"), 0), dtype=np.int64)
         if op in ("%tid.x",):
@@ -166,6 +197,7 @@ def _ptx_arith(opc: str, mods: list, args: list, st: _PtxState):
 def ptx_accesses(text: str, threads: int) -> list[Access]:
     """Every shared-memory access of a PTX listing with its addresses (see the module docstring)."""
     st = _PtxState(threads)
+    st.bypass = _Bypass(text, r"^\s*(\$[\w$]+):", r"\bbra(?:\.uni)?\s+(\$[\w$]+)")
     first = _ptx_pass(text, st)
     return _merge(first, _ptx_pass(text, st))
 
@@ -179,6 +211,7 @@ def _merge(first: list, second: list) -> list:
 def _ptx_pass(text: str, st: "_PtxState") -> list:
     out = []
     for n, raw in enumerate(text.splitlines(), start=1):
+        st.line = n
         s = raw.strip()
         if not s or s.startswith(("//", ".", "$", "{", "}")) or s.endswith(":"):
             continue
@@ -219,6 +252,7 @@ def _ptx_pass(text: str, st: "_PtxState") -> list:
             st.regs[dst] = None
             continue
         st.regs[dst] = _ptx_arith(opc, mods, args[1:], st)
+        st.defined[dst] = n
     return out
 
 
@@ -244,9 +278,16 @@ class _AmdState:
         self.regs: dict = {"v0": self.tid.copy()}   # workitem id x in v0 (1-D workgroups)
         self.scc = None
         self.vcc = None
+        self.defined: dict = {}
+        self.line = 0
+        self.bypass = None
 
     def val(self, op: str):
         op = op.strip()
+        base = re.sub(r"\[(\d+):\d+\]$", r"\1", op)
+        d = self.defined.get(base)
+        if d is not None and self.bypass is not None and self.bypass.skipped(d, self.line):
+            return None
         m = re.fullmatch(r"(-?)(0x[0-9a-fA-F]+|\d+)", op)
         if m:
             v = int(m.group(2), 0)
@@ -346,6 +387,7 @@ def _bitop3(a, b, c, lut: int):
 def amdgcn_accesses(text: str, threads: int, lanes: int = 64) -> list[Access]:
     """Every LDS access of an AMDGCN listing with its addresses (see the module docstring)."""
     st = _AmdState(threads, lanes)
+    st.bypass = _Bypass(text, r"^(\.?L\w+):", r"\bs_c?branch\w*\s+(\.?L\w+)")
     first = _amd_pass(text, st, lanes)
     return _merge(first, _amd_pass(text, st, lanes))
 
@@ -373,6 +415,7 @@ def _compare(op: str, args: list, st: "_AmdState"):
 def _amd_pass(text: str, st: "_AmdState", lanes: int) -> list:
     out = []
     for n, raw in enumerate(text.splitlines(), start=1):
+        st.line = n
         s = raw.split(";", 1)[0].strip()
         if not s or s.startswith(".") or s.endswith(":"):
             continue
@@ -422,21 +465,25 @@ def _amd_pass(text: str, st: "_AmdState", lanes: int) -> list:
             r = _compare(op, args, st)
             if "_e64" in op:
                 st.regs[dst] = r
+                st.defined[dst] = n
             else:
                 st.vcc = r
             continue
         if op.startswith("s_cselect"):
             a, b = st.val(args[1]), st.val(args[2])
             st.regs[dst] = None if st.scc is None or a is None or b is None else np.where(st.scc != 0, a, b)
+            st.defined[dst] = n
             continue
         if op.startswith("v_cndmask_b32") and len(args) == 4:
             a, b, c = st.val(args[1]), st.val(args[2]), st.val(args[3])
             st.regs[dst] = None if a is None or b is None or c is None else np.where(c != 0, b, a)
+            st.defined[dst] = n
             continue
         if "," in rest and re.match(r"[vs]\[\d+:\d+\]", dst):
             _amd_unknown(st, dst)
             continue
         st.regs[dst] = _amd_op(op, args, st)
+        st.defined[dst] = n
     return out
 
 

@@ -293,8 +293,26 @@ def compile_all(targets=None, only=None) -> list[dict]:
     return rows
 
 
+def recompile(ttgir: str, target: str, num_stages: int) -> None:
+    """Compile a (possibly edited) TTGIR module for ``target`` from the TTGIR stage on: what the
+    gate tests do to modules worsened on purpose. ``num_stages`` keeps the identity the original
+    compilation's metadata records."""
+    from triton.backends.compiler import GPUTarget
+    backend, arch, warp = TARGETS[target]
+    triton.compile(ttgir, target=GPUTarget(backend, arch, warp), options={"num_stages": num_stages})
+
+
 if __name__ == "__main__":
+    # python scan_tutorials.py CACHE [TARGET ...]          every case for the targets
+    # python scan_tutorials.py CACHE --ttgir FILE TARGET STAGES   one TTGIR module recompiled
     os.environ["TRITON_CACHE_DIR"] = sys.argv[1]
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    for r in compile_all(sys.argv[2:] or None):
-        print(json.dumps(r), flush=True)
+    if len(sys.argv) > 2 and sys.argv[2] == "--ttgir":
+        try:
+            recompile(sys.argv[3], sys.argv[4], int(sys.argv[5]))
+            print(json.dumps({"ttgir": sys.argv[3], "ok": True}), flush=True)
+        except Exception as e:
+            print(json.dumps({"ttgir": sys.argv[3], "error": f"{type(e).__name__}: {str(e)[:300]}"}), flush=True)
+    else:
+        for r in compile_all(sys.argv[2:] or None):
+            print(json.dumps(r), flush=True)

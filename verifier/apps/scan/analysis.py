@@ -154,7 +154,7 @@ def _register_checks(lay, module, cache: _Cache) -> list[dict]:
     return out
 
 
-def analyze_transfer(tr, op_name: str, module, target, cache: _Cache, options: ScanOptions) -> dict:
+def analyze_transfer(tr, op_name: str, module, target, cache: _Cache, options: ScanOptions, op_text: str = "") -> dict:
     """The layout part of one transfer's report (see the module docstring); costs come later.
     Layout errors are recorded, not raised. ``_estimate``/``_conflict`` (private) are the
     layout-only instruction counts."""
@@ -208,7 +208,8 @@ def analyze_transfer(tr, op_name: str, module, target, cache: _Cache, options: S
             _banks(rec, reg, mem, bits, cache, target, reg_type if op_name not in ASYNC_COPY else None)
             rep = next(iter(rec["bank_conflicts"].values())) if rec.get("bank_conflicts") else None
             rec["_estimate"], rec["_conflict"] = estimate_counts(tr.role, op_name, element_bytes=eb,
-                                                                 banks_report=rep, target=target, reg_type=reg_type)
+                                                                 banks_report=rep, target=target, reg_type=reg_type,
+                                                                 fill=" other " in op_text)
         elif tr.role in ("global_load", "global_store"):
             rec["triton_mechanism"] = tr.role
             rec["_estimate"], rec["_conflict"] = estimate_counts(tr.role, op_name, src=src, element_bytes=eb)
@@ -427,7 +428,7 @@ def scan_module(module, options: ScanOptions, cache: _Cache | None = None) -> di
             continue
         loc = module.locations.resolve(op.loc_text)
         for tr in trs:
-            rec = analyze_transfer(tr, op.name, module, target, cache, options)
+            rec = analyze_transfer(tr, op.name, module, target, cache, options, op.text)
             where = loc.short() if loc else f"line{op.line}"
             base = f"{op.name}@{where}" + (f":{tr.operand}" if tr.operand else "")
             seen[base] = seen.get(base, 0) + 1

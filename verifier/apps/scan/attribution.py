@@ -66,8 +66,16 @@ def attribute(records: list, module, compiled) -> None:
         by_cls: dict = {}
         for ins in at:
             by_cls.setdefault(ins.cls, []).append(ins)
+        located = []
         for r in recs:
-            r["_compiled"] = {}
+            main = set(classes_of(r["op"], r["role"])) & MAIN_CLASSES
+            if any(by_cls.get(c) for c in main) or not any(c in MAIN_CLASSES for c in r["_estimate"]):
+                r["_compiled"] = {}
+                located.append(r)
+            else:
+                r["_attribution"] = ("the compiled code attributes none of this op's instructions to its location "
+                                     "(LLVM moved them or dropped the location): estimated from the layouts")
+        recs = located
         wanted = sorted({c for r in recs for c in classes_of(r["op"], r["role"])})
         for cls in wanted:
             consumers = [r for r in recs if cls in classes_of(r["op"], r["role"])]
@@ -98,12 +106,4 @@ def attribute(records: list, module, compiled) -> None:
                     r["_attribution"] = (f"{len(consumers)} ops at this location share its {cls} instructions "
                                          f"in proportion to their estimates")
         for r in recs:
-            own = set(classes_of(r["op"], r["role"]))
-            main = own & MAIN_CLASSES
-            found = any(by_cls.get(c) for c in main)
-            expects = any(c in MAIN_CLASSES for c in r["_estimate"])
-            if not found and expects:
-                r["_compiled"] = None
-                r["_attribution"] = ("the compiled code attributes none of this op's instructions to its location "
-                                     "(LLVM moved them or dropped the location): estimated from the layouts")
             r["_lines"] = sorted(set(r["_lines"]))[:MAX_LINES]

@@ -246,7 +246,7 @@ def matrix_instruction(role: str, reg_type: str | None, target, element_bits: in
 
 def estimate_counts(role: str, op_name: str, *, src=None, dst=None, element_bytes: int = 2, mechanism=None,
                     banks_report: dict | None = None, move: str | None = None, target=None,
-                    reg_type: str | None = None) -> tuple[dict, dict]:
+                    reg_type: str | None = None, fill: bool = False) -> tuple[dict, dict]:
     """``(counts, conflict factors)`` of one layout op from its layouts alone (module docstring)."""
     counts: dict = {}
     conflict: dict = {}
@@ -260,6 +260,10 @@ def estimate_counts(role: str, op_name: str, *, src=None, dst=None, element_byte
         if special in ("ldmatrix", "stmatrix"):
             cls = special
         add(counts, cls, rep["access_bytes"], rep["instructions"])
+        if cls == "async_copy" and fill and target is not None and target.vendor == "amd":
+            # AMD's direct-to-LDS loads cannot substitute a value for masked-off elements: the
+            # copy first writes ``other`` to the buffer
+            add(counts, "shared_store", rep["access_bytes"], rep["instructions"])
         if rep.get("total_ideal"):
             conflict[cls] = rep["total_wavefronts"] / rep["total_ideal"]
     elif role in ("global_load", "global_store") and src is not None:

@@ -71,7 +71,8 @@ MAIN_CLASSES = frozenset({"shared_store", "shared_load", "stmatrix", "ldmatrix",
                           "global_load", "global_store", "async_copy", "tmem_load", "tmem_store"})
 #: copies from global to shared memory without registers (cp.async, AMD direct-to-LDS loads)
 ASYNC_COPY = ("ttg.async_copy_global_to_local", "triton_gpu.async_copy_global_to_local", "amdg.buffer_load_to_local")
-ASYNC_COPY_CLASSES = ("async_copy", "barrier")
+#: an AMD copy with a mask and an ``other`` value first writes ``other`` with ``ds_write``
+ASYNC_COPY_CLASSES = ("async_copy", "shared_store", "barrier")
 _SHARED = ("shared_store", "shared_load", "barrier", "shuffle")
 #: ops that are not layout ops but emit instructions of these classes themselves
 SIDE_OPS = {
