@@ -27,7 +27,7 @@ from layoutverify.core.errors import LayoutError
 
 from . import findings as F
 from .attribution import attribute
-from .facts import cost_of, estimate_counts, matrix_instruction, rename_or_select, totals
+from .facts import cost_of, estimate_counts, fastest_run, global_lines, matrix_instruction, rename_or_select, totals
 from .identity import identity, identity_key, specialisation
 from .ops import ASYNC_COPY, transfers
 from .target import metadata_target, target_of
@@ -214,6 +214,7 @@ def analyze_transfer(tr, op_name: str, module, target, cache: _Cache, options: S
             rec["triton_mechanism"] = tr.role
             rec["_estimate"], rec["_conflict"] = estimate_counts(tr.role, op_name, src=src, element_bytes=eb)
             rec["vector_width"] = max([w // eb for w in rec["_estimate"].get(tr.role, {})] or [None])
+            rec["_layout"] = src
         elif tr.role in ("tmem_load", "tmem_store"):
             rec["triton_mechanism"] = tr.role
             rec["note"] = "tensor-memory access: tcgen05.ld/st, counted, not costed"
@@ -362,6 +363,31 @@ def _in_allocation(reg, mem):
 
 
 # ---------------------------------------------------------------------------------------------
+def _global_lines(rec: dict, counts: dict, compiled: bool) -> dict | None:
+    """``{class: {width: lines per warp instruction}}`` of a global access (:func:`.facts.global_lines`).
+    Memory is taken to be contiguous along the layout's fastest dim (Triton's coalescing pass
+    orders layouts so), unless the compiled code moves fewer bytes per access than the layout's
+    runs allow: then along the tensor's last other dim (row-major memory)."""
+    lay = rec.get("_layout")
+    role = rec["role"]
+    if lay is None or role not in counts:
+        return None
+    eb = max(1, rec["element_bits"] // 8)
+    d, _ = fastest_run(lay)
+    rank = len(lay.out_sizes)
+    d = rank - 1 if d is None else d
+    mem = d
+    est_width = max(rec["_estimate"].get(role, {}) or [0])
+    if compiled and counts[role] and max(counts[role]) < est_width and rank > 1:
+        mem = rank - 1 if d != rank - 1 else rank - 2
+    out = {}
+    for w in counts[role]:
+        v = global_lines(lay, eb, max(1, w // eb), mem)
+        if v is not None:
+            out[w] = v
+    return {role: out}
+
+
 def _cost(rec: dict, target, warps: int) -> dict:
     """The op's ``cost`` entry from its estimate and, where attributed, its compiled facts."""
     eb = max(1, rec["element_bits"] // 8)
@@ -372,7 +398,8 @@ def _cost(rec: dict, target, warps: int) -> dict:
         counts, basis = comp, ("compiled" if not rec.get("_estimated_classes") else "mixed")
     else:
         counts, basis = est, "layouts"
-    priced = cost_of(counts, target, **kw)
+    lines = _global_lines(rec, counts, basis != "layouts")
+    priced = cost_of(counts, target, lines=lines, **kw)
     out = {"model": "layoutverify.core.cost", "facts_from": basis, "instructions": totals(counts),
            "widths": {cls: {str(w): round(n, 3) for w, n in sorted(by.items())} for cls, by in sorted(counts.items())},
            "facts": priced["facts"], "cycles": priced["cycles"], "score": round(priced["cycles"], 1),
@@ -389,8 +416,10 @@ def _cost(rec: dict, target, warps: int) -> dict:
         notes.append(f"{cls}: estimated from the layouts ({why})")
     if notes:
         out["notes"] = notes
+    if lines:
+        out["lines_per_access"] = {cls: {str(w): round(v, 3) for w, v in sorted(by.items())} for cls, by in lines.items()}
     if basis != "layouts":
-        e = cost_of(est, target, **kw)
+        e = cost_of(est, target, lines=_global_lines(rec, est, False), **kw)
         out["estimate"] = {"instructions": totals(est), "cycles": e["cycles"], "facts": e["facts"]}
     return out
 

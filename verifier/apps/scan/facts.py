@@ -12,8 +12,10 @@ CTA executes each of them once, so per CTA (the unit of the cost model's facts,
   **conflict factor** (its bank model's wavefronts over the conflict-free count, 1 where no bank
   model applies);
 * ``ldmatrix``/``stmatrix``: one wavefront per 8x8 matrix (128 bytes) per warp, times the factor;
-* global memory (``global_load``/``global_store`` and the global side of ``async_copy``):
-  ``warps x ceil(lanes x w / 128)`` L1 wavefronts per instruction (coalesced: 128-byte lines);
+* global memory (``global_load``/``global_store`` and the global side of ``async_copy``): the
+  128-byte lines a warp's instruction touches (:func:`global_lines`, from the op's layout and
+  the dim memory is contiguous along), per warp and instruction; where the layout does not say,
+  ``ceil(lanes x w / 128)`` (coalesced);
 * ``shuffle``: one warp shuffle per instruction and warp; ``data_move``: one warp-level register
   instruction; ``barrier``: one CTA barrier; ``tma``, ``tmem_*``: counted, not costed.
 
@@ -58,9 +60,12 @@ def scaled(counts: dict, k: float) -> dict:
 
 
 def facts_of(counts: dict, *, warps: int, lanes: int, banks: int, elements: int, element_bytes: int,
-             conflict: dict | None = None) -> ConversionFacts:
-    """Per-CTA facts of static per-thread ``counts`` (see the module docstring)."""
+             conflict: dict | None = None, lines: dict | None = None) -> ConversionFacts:
+    """Per-CTA facts of static per-thread ``counts`` (see the module docstring). ``lines``:
+    ``{class: {width: 128-byte lines per warp instruction}}`` of global accesses where the
+    layout says it (:func:`global_lines`); otherwise a warp's access is taken as coalesced."""
     conflict = conflict or {}
+    lines = lines or {}
     f = ConversionFacts(warps=warps, elements=elements, element_bytes=element_bytes)
     store = load = glob = 0.0
     for cls, by in counts.items():
@@ -82,7 +87,8 @@ def facts_of(counts: dict, *, warps: int, lanes: int, banks: int, elements: int,
                 else:
                     load += waves
             elif cls in GLOBAL_CLASSES:
-                glob += per * math.ceil(lanes * max(w, 1) / LINE_BYTES)
+                known = lines.get(cls, {}).get(w)
+                glob += per * (known if known is not None else math.ceil(lanes * max(w, 1) / LINE_BYTES))
             elif cls == "shuffle":
                 f.shuffles += per
             elif cls == "data_move":
@@ -93,10 +99,11 @@ def facts_of(counts: dict, *, warps: int, lanes: int, banks: int, elements: int,
     return f
 
 
-def cost_of(counts: dict, target, *, warps: int, elements: int, element_bytes: int, conflict=None) -> dict:
+def cost_of(counts: dict, target, *, warps: int, elements: int, element_bytes: int, conflict=None,
+            lines=None) -> dict:
     """``{"facts", "cycles", "predicted_ns"}`` of ``counts`` on ``target`` (:mod:`.target`)."""
     f = facts_of(counts, warps=warps, lanes=target.lanes, banks=target.banks, elements=elements,
-                 element_bytes=element_bytes, conflict=conflict)
+                 element_bytes=element_bytes, conflict=conflict, lines=lines)
     c = constants("H100")
     cyc = op_cycles(f, table=c)
     return {"facts": _round(f.to_json()), "cycles": round(cyc, 2),
@@ -151,6 +158,34 @@ def vector(layout, element_bytes: int) -> int:
     """Elements of one vector access along the fastest dim (16 bytes at most)."""
     _, run = fastest_run(layout)
     return max(1, min(run, MAX_VECTOR_BYTES // max(1, element_bytes)))
+
+
+def global_lines(layout, element_bytes: int, vector_elems: int, fast_dim: int) -> float | None:
+    """L1 wavefronts (128-byte lines) one warp-wide global access touches, on average over the
+    thread's accesses, when memory is contiguous along ``fast_dim`` and each thread moves runs
+    of ``vector_elems`` elements along it per instruction (a thread's i-th run, in register
+    order, is instruction i). Rows (the other coordinates) are taken to lie in different lines,
+    as in any tensor whose rows are at least 128 bytes apart. None when the layout is too large."""
+    from layoutverify.core.banks import dense_ids, distributed_columns, first_per_group
+    if layout.in_size() > (1 << 20):
+        return None
+    c = distributed_columns(layout)
+    coords = np.asarray(layout.table()).reshape(layout.in_size(), -1)
+    lanes, warps = layout.in_size("lane"), layout.in_size("warp")
+    thread = c["lane"] + lanes * (c["warp"] + warps * c["block"])
+    warp = c["warp"] + warps * c["block"]
+    keep = first_per_group(dense_ids(thread, c["element"]), c["register"])
+    coords, thread, warp, register = coords[keep], thread[keep], warp[keep], c["register"][keep]
+    fast = coords[:, fast_dim]
+    others = [coords[:, d] for d in range(coords.shape[1]) if d != fast_dim] or [np.zeros_like(fast)]
+    row = dense_ids(*others)
+    access = dense_ids(thread, row, fast // max(1, vector_elems))
+    lead = first_per_group(access, register)
+    instr = dense_ids(register[lead])
+    line = dense_ids(row[lead], (fast[lead] * element_bytes) // LINE_BYTES)
+    per = np.unique(np.stack([warp[lead], instr, line]), axis=1)
+    lines_per_instr = np.bincount(dense_ids(per[0], per[1]))
+    return float(lines_per_instr.mean()) if lines_per_instr.size else None
 
 
 def words_per_thread(layout, element_bytes: int) -> int:
