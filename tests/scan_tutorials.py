@@ -304,6 +304,7 @@ def recompile(ttgir: str, target: str, num_stages: int) -> None:
 
 if __name__ == "__main__":
     # python scan_tutorials.py CACHE [TARGET ...]          every case for the targets
+    # python scan_tutorials.py CACHE --only CASE,... [TARGET ...]
     # python scan_tutorials.py CACHE --ttgir FILE TARGET STAGES   one TTGIR module recompiled
     os.environ["TRITON_CACHE_DIR"] = sys.argv[1]
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
@@ -314,5 +315,9 @@ if __name__ == "__main__":
         except Exception as e:
             print(json.dumps({"ttgir": sys.argv[3], "error": f"{type(e).__name__}: {str(e)[:300]}"}), flush=True)
     else:
-        for r in compile_all(sys.argv[2:] or None):
+        args = sys.argv[2:]
+        only = None
+        if args[:1] == ["--only"]:   # --only CASE,CASE TARGET ...
+            only, args = set(args[1].split(",")), args[2:]
+        for r in compile_all(args or None, only):
             print(json.dumps(r), flush=True)
