@@ -365,9 +365,11 @@ def _in_allocation(reg, mem):
 # ---------------------------------------------------------------------------------------------
 def _global_lines(rec: dict, counts: dict, compiled: bool) -> dict | None:
     """``{class: {width: lines per warp instruction}}`` of a global access (:func:`.facts.global_lines`).
-    Memory is taken to be contiguous along the layout's fastest dim (Triton's coalescing pass
-    orders layouts so), unless the compiled code moves fewer bytes per access than the layout's
-    runs allow: then along the tensor's last other dim (row-major memory)."""
+    Memory is taken to be contiguous along the dim the layout's registers run along (Triton's
+    coalescing pass orders a layout after its pointers' contiguity); the widths are the compiled
+    code's where it has them. A compiled access narrower than the layout's runs (an unaligned
+    pointer, a mask, or a layout whose fastest dim is not memory's) is priced along that dim too:
+    more instructions, each touching the lines its lanes' elements lie in."""
     lay = rec.get("_layout")
     role = rec["role"]
     if lay is None or role not in counts:
@@ -377,9 +379,6 @@ def _global_lines(rec: dict, counts: dict, compiled: bool) -> dict | None:
     rank = len(lay.out_sizes)
     d = rank - 1 if d is None else d
     mem = d
-    est_width = max(rec["_estimate"].get(role, {}) or [0])
-    if compiled and counts[role] and max(counts[role]) < est_width and rank > 1:
-        mem = rank - 1 if d != rank - 1 else rank - 2
     out = {}
     for w in counts[role]:
         v = global_lines(lay, eb, max(1, w // eb), mem)
@@ -427,7 +426,8 @@ def _cost(rec: dict, target, warps: int) -> dict:
 def _global_findings(rec: dict) -> None:
     """``global_access_not_vectorised``: the compiled code moves fewer bytes per global access
     than the layout's contiguous run per thread allows (the layout's fastest dim is not the
-    memory's: each thread's run is split into narrower accesses)."""
+    memory's, or alignment or a mask forbid the vector: each thread's run is split into narrower
+    accesses)."""
     if rec["role"] not in ("global_load", "global_store") or rec["cost"]["facts_from"] == "layouts":
         return
     est = rec["_estimate"].get(rec["role"], {})
@@ -440,7 +440,8 @@ def _global_findings(rec: dict) -> None:
         rec["findings"].append(F.finding(
             "global_access_not_vectorised",
             f"{n_got:g} {rec['role'].replace('_', ' ')}s of {have} bytes per thread where the layout's contiguous "
-            f"runs allow {n_est:g} of {want} bytes: the layout's fastest dim is not contiguous in memory"))
+            f"runs allow {n_est:g} of {want} bytes: the layout's fastest dim is not contiguous in memory, or the "
+            f"pointers are not known to be aligned"))
 
 
 def scan_module(module, options: ScanOptions, cache: _Cache | None = None) -> dict:

@@ -73,19 +73,20 @@ HEADERS = ["op", "where", "source", "target", "verdict", "cheapest", "triton", "
 
 def print_table(doc: dict, console=None) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
     if console is None:
         console = Console()
         if not console.is_terminal:
             console = Console(width=220)
     for k in doc["kernels"]:
-        t = Table(title=f"{kernel_title(k)}  {k['path']}", title_justify="left")
+        t = Table(title=escape(f"{kernel_title(k)}  {k['path']}"), title_justify="left")
         for h in HEADERS:
             t.add_column(h, overflow="fold")
         for op in k["ops"]:
-            t.add_row(*_row(op))
+            t.add_row(*(escape(c) for c in _row(op)))
         console.print(t)
-    console.print(summary_line(doc))
+    console.print(escape(summary_line(doc)))
 
 
 def summary_line(doc: dict) -> str:
