@@ -43,8 +43,10 @@ is banked in 4-byte dwords, bank ``(a // 4) % banks``: 32 banks on CDNA3 (MI300,
 Instinct MI300 "CDNA3" Instruction Set Architecture, chapter "Local Data Share": 32 banks of
 dwords, conflicts checked per group of lanes issued together) and 64 banks on CDNA4 (MI350,
 gfx950; Triton's ``AMDMfmaEncodingAttr::composeSharedLayoutForOperand`` picks its swizzle for
-``numBanks = isGFX950 ? 64 : 32``, and ROCm's CK-Tile "LDS bank conflicts" page: 32 or 64 banks
-by architecture). A wave64 ``ds_read``/``ds_write`` is served in **phases** of consecutive lanes
+``numBanks = isGFX950 ? 64 : 32``, and ROCm's CK-Tile page "Understanding AMD GPU LDS and Bank
+Conflicts", rocm.docs.amd.com/projects/composable_kernel/en/latest/conceptual/ck_tile/hardware/
+lds_bank_conflicts.html: "organized into 32 or 64 banks depending on the hardware architecture,
+each bank has a 4 bytes width"; gfx950 also grew the LDS to 160 KiB). A wave64 ``ds_read``/``ds_write`` is served in **phases** of consecutive lanes
 that together move one row of all banks: ``banks * 4 / max(w, 4)`` lanes for ``w`` bytes per lane,
 so on CDNA3 ``ds_*_b32`` (and narrower) go by half-waves (lanes 0-31, 32-63: the rule of AMD's
 programming guides), ``ds_*_b64`` by 16 lanes and ``ds_*_b128`` by 8 lanes (CK-Tile's page lists
@@ -406,8 +408,10 @@ def gathered_bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16,
       phase; an instruction moves ``access_bytes // 4`` words per lane (PTX ISA,
       "Warp-level matrix load instruction: ldmatrix");
     * ``phases="lanes"``: AMD CDNA4 ``ds_read_b64_tr_b16/b8``: each lane reads 8 bytes, lanes
-      exchange within groups of 16 (CDNA4 ISA, "DS_READ_B64_TR_B16"); phases of
-      ``banks * 4 / access_bytes`` consecutive lanes as for ``ds_read_b64``.
+      exchange within groups of 16 (CDNA4 ISA, "DS_READ_B64_TR_B16"; LLVM's
+      ``llvm.amdgcn.ds.read.tr16.b64``: each 16-lane row loads a 4x16 tile and every lane gets a
+      column of it); phases of ``banks * 4 / access_bytes`` consecutive lanes as for
+      ``ds_read_b64``.
 
     Which lane reads which run does not matter for conflicts: a phase needs as many wavefronts
     as the most distinct 4-byte words one bank holds among the runs containing the elements its
