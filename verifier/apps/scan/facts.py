@@ -16,18 +16,27 @@ CTA executes each of them once, so per CTA (the unit of the cost model's facts,
   128-byte lines a warp's instruction touches (:func:`global_lines`, from the op's layout and
   the dim memory is contiguous along), per warp and instruction; where the layout does not say,
   ``ceil(lanes x w / 128)`` (coalesced);
-* ``shuffle``: one warp shuffle per instruction and warp; ``data_move``: one warp-level register
-  instruction; ``barrier``: one CTA barrier; ``tma``, ``tmem_*``: counted, not costed.
+* ``shuffle``: one warp shuffle per instruction and warp; ``barrier``: one CTA barrier;
+  ``tma``, ``tmem_*``: counted, not costed. Register moves (``prmt``, ``selp``, ``v_perm``) are
+  not facts of a layout op: the line tables cannot tell them from the arithmetic around it.
 
 **Estimates from the layouts** (:func:`estimate_counts`) follow what Triton's lowering does with
-them: stores and loads through a shared layout execute the bank model's instructions; a
-conversion through shared memory stores every element of the source once and loads every
-element of the destination, in vectors of the contiguous elements both a thread holds and the
-scratch layout keeps (16 bytes at most), with a barrier before and after; a shuffle conversion
-moves each 32-bit word of the destination once (``shfl``) and selects it in place; a register
-permutation that is the same in every lane is a rename (no instruction), otherwise one select
-per word; a global access moves each thread's contiguous run along the layout's fastest dim in
-one vector (16 bytes at most).
+them:
+
+* stores and loads through a shared layout execute the bank model's instructions, or the
+  ``ldmatrix``/``stmatrix``/gfx950 transposing reads Triton picks for MMA operands
+  (:func:`matrix_instruction`);
+* a conversion through shared memory stores every element of the source once and loads every
+  element of the destination, in vectors of 4 to 16 bytes (Triton's swizzled scratch buffer
+  packs at least 32 bits and lets its register bases form the vector), in
+  :func:`scratch_rounds` rounds with a barrier between the stores and the loads of each and
+  between rounds;
+* a shuffle conversion receives each 32-bit word a thread does not hold itself with one ``shfl``
+  (:func:`shuffled_words`); a register permutation moves nothing between threads (a rename or a
+  lane-dependent select, :func:`rename_or_select`, neither a memory instruction);
+* a global access moves each thread's contiguous run along the layout's fastest dim in one
+  vector (16 bytes at most); an AMD ``async_copy`` with a mask and an ``other`` value also writes
+  ``other`` to shared memory first.
 """
 from __future__ import annotations
 
