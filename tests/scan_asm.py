@@ -21,6 +21,7 @@ ISA guides, with the bytes one lane moves:
 """
 from __future__ import annotations
 
+import functools
 import re
 
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,?\s*"([^"]*)")?')
@@ -77,6 +78,7 @@ def _amdgcn(line: str):
     return None
 
 
+@functools.lru_cache(maxsize=256)
 def class_counts(asm_path: str) -> dict:
     """``(file name, line, col) -> {class: {bytes per lane: count}, ("lines", class): {line no}}``."""
     text = open(asm_path).read()

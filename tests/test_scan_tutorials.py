@@ -340,11 +340,18 @@ def test_wording_names_rename_select_or_shuffle():
     assert "warp shuffles suffice" in cheaper_message("intra_cta", "r", "intra_warp")
 
 
-def test_reports_name_target_and_specialisation(tutorials, tmp_path):
+@pytest.fixture(scope="module")
+def reports(tutorials, tmp_path_factory):
+    """Markdown, JUnit and HTML of the Triton 3.9 scan, written by one command."""
     t = tutorials("3.9")
-    md, xml, html = tmp_path / "s.md", tmp_path / "s.xml", tmp_path / "html"
+    root = tmp_path_factory.mktemp("reports")
+    md, xml, html = root / "s.md", root / "s.xml", root / "html"
     assert _cli("scan", t["cache"], "--markdown", md, "--junit", xml, "--html", html, "--quiet") == 0
-    doc = t["doc"]
+    return {"md": md, "xml": xml, "html": html, "doc": t["doc"]}
+
+
+def test_reports_name_target_and_specialisation(reports):
+    md, xml, html, doc = reports["md"], reports["xml"], reports["html"], reports["doc"]
     root = ET.parse(xml).getroot()
     suites = root.findall("testsuite")
     assert len(suites) == len(doc["kernels"])
@@ -364,14 +371,12 @@ def test_reports_name_target_and_specialisation(tutorials, tmp_path):
     assert "hip:gfx950" in page and "warps=" in page
 
 
-def test_html_report_leads_with_what_costs(tutorials, tmp_path):
+def test_html_report_leads_with_what_costs(reports):
     """A kernel page: findings, then the costliest ops (each with its compiled instructions and
     grids), then the annotated Python source, then the ops, trivial ones folded; sortable by a
     script in the page; nothing fetched from elsewhere."""
-    t = tutorials("3.9")
-    html = tmp_path / "html"
-    assert _cli("scan", t["cache"], "--html", html, "--quiet") == 0
-    k = max((k for k in t["doc"]["kernels"] if k["target"] == "cuda:90"), key=lambda k: k["totals"]["score"])
+    html = reports["html"]
+    k = max((k for k in reports["doc"]["kernels"] if k["target"] == "cuda:90"), key=lambda k: k["totals"]["score"])
     page = next(p for p in html.iterdir() if p.name.startswith(f"{k['name']}-cuda_90")).read_text()
     order = [page.index(h) for h in ("<h2>Findings", "<h2>Costliest ops", "<h2>Source", "<h2>All ops")]
     assert order == sorted(order)
