@@ -6,9 +6,9 @@ of :data:`scan_tutorials.TARGETS` compiled by ``python`` (an interpreter of that
 tests/triton_releases.py). The folder is
 ``<LV_TRITON_CACHE or ~/.cache/layoutverify>/scan-tutorials/<triton version>-<key>/cache``, where
 the key hashes the kernels' source file: an edit of the kernels compiles afresh, anything else
-reuses the folder. It is built under a temporary name and renamed when complete, under a file
-lock (as the release environments are), so an interrupted compilation is never used and two
-sessions do not compile at once. ``rows.json`` beside it holds the compiler's per-case answers.
+reuses the folder (and a new folder replaces the release's older ones). It is built under a
+temporary name and renamed when complete, under a file lock (as the release environments are),
+so an interrupted compilation is never used and two sessions do not compile at once. ``rows.json`` beside it holds the compiler's per-case answers.
 Compiling the 65 cases for five targets takes about a minute per release on two cores.
 """
 from __future__ import annotations
@@ -58,6 +58,9 @@ def compiled_tutorials(python: str, version: str, root: Path) -> tuple[Path, lis
         (tmp / "rows.json").write_text(json.dumps(rows))
         shutil.rmtree(final, ignore_errors=True)
         os.rename(tmp, final)
+        for stale in base.glob(f"{version}-*"):   # compiled from an earlier version of the kernels
+            if stale.is_dir() and stale.name != final.name and not stale.name.endswith(".partial"):
+                shutil.rmtree(stale, ignore_errors=True)
     return final / "cache", rows
 
 
