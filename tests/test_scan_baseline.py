@@ -166,3 +166,16 @@ def test_each_release_predictions_match_its_ptx(tmp_path):
                 checked[release] = checked.get(release, 0) + 1
     print(f"\nconversions checked against each release's PTX: {checked}")
     assert checked.get("triton-3.8", 0) >= 5 and checked.get("triton-3.9", 0) >= 2, checked
+
+
+def test_a_baseline_of_the_old_schema_is_refused(tmp_path, capsys):
+    """Scores of schema 1 (an instruction count) and 2 (model cycles from the compiled code) do
+    not compare: a version-1 baseline is bad input (exit 2, one line), not a silent pass."""
+    rc, doc = _scan(DATA / "triton-3.9" / "matmul-sm90", tmp_path / "new.json")
+    assert rc == 0 and doc["schema"] == "layoutverify/2"
+    doc["schema"] = "layoutverify/1"
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert _cli("scan", DATA / "triton-3.9" / "matmul-sm90", "--baseline", tmp_path / "old.json", "--quiet") == 2
+    err = capsys.readouterr().err
+    assert "layoutverify/1" in err and err.count("\n") == 1 and "Traceback" not in err

@@ -330,13 +330,18 @@ def test_wording_names_rename_select_or_shuffle():
     renamed = lin("[[0, 2], [0, 1]]", "[0, 4]")
     selected = lin("[[0, 1], [0, 2]]", "[0, 5]", triton_version="3.6")
     assert analyze(a, renamed).mechanism == analyze(a, selected).mechanism == "register_permute"
-    assert rename_or_select(a, renamed) == "rename"
-    assert rename_or_select(a, selected) == "select"
+    # 32-bit elements: each register is a word, any uniform map is a rename; 16-bit elements are
+    # packed two to a word, and swapping registers 1 and 2 splits both words: a byte permute
+    assert rename_or_select(a, renamed, 4) == "rename"
+    assert rename_or_select(a, renamed, 2) == "permute"
+    assert rename_or_select(a, lin("[[0, 1], [0, 2]]", "[0, 4]"), 2) == "rename"
+    assert rename_or_select(a, selected, 4) == "select"
     ta, ts = a.table(), selected.table()
     # lane 0 keeps registers in place, lane 1 swaps registers 0/1 and 2/3: a lane-dependent select
     assert (ta[0] == ts[0]).all() and (ta[4 * 1 + 1] == ts[4 * 1 + 0]).all()
     assert "renaming registers suffices" in cheaper_message("intra_cta", "r", "rename")
     assert "lane-dependent register select" in cheaper_message("intra_warp", "r", "select")
+    assert "byte permute within each thread" in cheaper_message("intra_warp", "r", "permute")
     assert "warp shuffles suffice" in cheaper_message("intra_cta", "r", "intra_warp")
 
 

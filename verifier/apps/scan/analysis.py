@@ -260,7 +260,7 @@ def _convert(rec, src, dst, bits, cache, options, version=None):
     if hit is None:
         rep = analyze(src, dst, timeout_ms=options.timeout_ms)
         choice = triton_choice(src, dst, version)
-        move = rename_or_select(src, dst) if rep.mechanism == "register_permute" else None
+        move = rename_or_select(src, dst, max(1, bits // 8)) if rep.mechanism == "register_permute" else None
         hit = (rep, choice, move)
         cache.results[key] = hit
     rep, choice, move = hit

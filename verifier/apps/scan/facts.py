@@ -201,17 +201,32 @@ def words_per_thread(layout, element_bytes: int) -> int:
     return max(1, math.ceil(per_thread_elements(layout) * element_bytes / 4))
 
 
-def rename_or_select(a, b) -> str:
-    """``rename`` when one register map serves every thread of a same-thread conversion (register
-    ``r`` of ``b`` holds what register ``m(r)`` of ``a`` holds, in every thread: the registers
-    are renamed, no instruction), else ``select`` (which register holds an element depends on
-    the lane or warp: a select per word)."""
+def rename_or_select(a, b, element_bytes: int = 4) -> str:
+    """How a same-thread conversion moves its registers:
+
+    * ``rename``: one register map serves every thread (register ``r`` of ``b`` holds what
+      register ``m(r)`` of ``a`` holds, in every thread) and it keeps the 32-bit words that
+      ``4 / element_bytes`` elements are packed into: the registers are renamed, no instruction;
+    * ``permute``: one map serves every thread but moves elements between packed words: a byte
+      permute (``prmt``) per word, the same in every lane;
+    * ``select``: which register holds an element depends on the lane or warp: a select per word."""
     ga, gb = _grid(a), _grid(b)
     if ga is None or gb is None or ga.shape[0] != gb.shape[0]:
         return "select"
+    mapping = []
     for r in range(gb.shape[1]):
-        if not (ga == gb[:, r:r + 1]).all(axis=0).any():
+        same = np.nonzero((ga == gb[:, r:r + 1]).all(axis=0))[0]
+        if not same.size:
             return "select"
+        mapping.append([int(x) for x in same])
+    per_word = max(1, 4 // max(1, element_bytes))
+    if per_word == 1:
+        return "rename"
+    for k in range(0, len(mapping), per_word):
+        group = mapping[k:k + per_word]
+        if not any(all((base + i) in group[i] for i in range(len(group)))
+                   for base in group[0] if base % per_word == 0):
+            return "permute"
     return "rename"
 
 

@@ -25,6 +25,8 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 DOES = {"intra_cta": "shared memory", "cross_cta": "distributed shared memory", "intra_warp": "warp shuffles"}
 SUFFICES = {
     "rename": "renaming registers suffices (no instruction: every lane keeps its elements in the same registers)",
+    "permute": "a byte permute within each thread suffices (prmt: elements move between 32-bit registers, "
+               "the same way in every lane)",
     "select": "a lane-dependent register select suffices (each lane picks among its own registers; no data "
               "leaves the thread)",
     "intra_warp": "warp shuffles suffice (every element stays within its warp)",
@@ -46,7 +48,7 @@ def is_failure(f: dict) -> bool:
 
 def cheaper_message(triton_mechanism: str, rule: str, need: str) -> str:
     """``shared_where_cheaper_suffices``: what Triton does, why, and what suffices (``need``:
-    ``rename``, ``select``, ``intra_warp`` or ``intra_cta``)."""
+    ``rename``, ``permute``, ``select``, ``intra_warp`` or ``intra_cta``)."""
     return f"Triton uses {DOES[triton_mechanism]} ({rule}); {SUFFICES[need]}"
 
 
