@@ -94,12 +94,6 @@ class CompiledCode:
     def at(self, file: str, line: int, col: int) -> list[Instruction]:
         return self.by_location.get((_base(file), int(line), int(col)), [])
 
-    def counts(self, file: str, line: int, col: int) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for ins in self.at(file, line, col):
-            out[ins.cls] = out.get(ins.cls, 0) + 1
-        return out
-
 
 def _base(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]

@@ -64,10 +64,6 @@ def totals(counts: dict) -> dict:
     return {cls: round(sum(by.values()), 3) for cls, by in sorted(counts.items())}
 
 
-def scaled(counts: dict, k: float) -> dict:
-    return {cls: {w: n * k for w, n in by.items()} for cls, by in counts.items()}
-
-
 def facts_of(counts: dict, *, warps: int, lanes: int, banks: int, elements: int, element_bytes: int,
              conflict: dict | None = None, lines: dict | None = None) -> ConversionFacts:
     """Per-CTA facts of static per-thread ``counts`` (see the module docstring). ``lines``:

@@ -95,10 +95,6 @@ def role_of(name: str) -> str | None:
     return None
 
 
-def is_layout_op(name: str) -> bool:
-    return role_of(name) is not None
-
-
 def is_scanned_op(name: str) -> bool:
     """Ops the scan reads: layout ops and the side ops that share their instruction classes."""
     return role_of(name) is not None or name in SIDE_OPS
