@@ -211,7 +211,8 @@ def rename_or_select(a, b, element_bytes: int = 4) -> str:
         return "select"
     mapping = []
     for r in range(gb.shape[1]):
-        same = np.nonzero((ga == gb[:, r:r + 1]).all(axis=0))[0]
+        cand = np.nonzero(ga[0] == gb[0, r])[0]          # thread 0's candidates, then check every thread
+        same = cand[(ga[:, cand] == gb[:, r:r + 1]).all(axis=0)] if cand.size else cand
         if not same.size:
             return "select"
         mapping.append([int(x) for x in same])
