@@ -70,7 +70,7 @@ def test_every_kernel_compiles_for_every_target_and_is_scanned(compiled):
     errors = [r for r in compiled["rows"] if "error" in r]
     assert not errors, errors
     doc = compiled["doc"]
-    assert doc["schema"] == "layoutverify/1" and doc["kind"] == "scan"
+    assert doc["schema"] == "layoutverify/2" and doc["kind"] == "scan"
     for t in TARGET_NAMES:
         for name in KERNELS:
             ks = _kernels(doc, name, t)
@@ -98,21 +98,27 @@ def _module_ops_by_loc(kernel):
     return out
 
 
+def _estimated(o) -> dict:
+    """An op's instructions per thread estimated from its layouts alone."""
+    c = o["cost"]
+    return (c.get("estimate") or {}).get("instructions", c["instructions"]) if c["facts_from"] != "layouts" \
+        else c["instructions"]
+
+
 def test_conversions_agree_with_the_compiled_code(compiled):
     """Per source location holding layout ops: the shared-memory and shuffle instructions the
-    compiler emitted there (PTX / AMDGCN line tables) against the scan's prediction.
+    compiler emitted there (PTX / AMDGCN line tables, read by tests/scan_asm.py) against the
+    scan's estimate from the layouts alone:
 
-    * registers only predicted -> no shared-memory or shuffle instruction there;
-    * shuffles predicted -> exactly the predicted number of shuffles, no shared memory;
-    * shared memory predicted -> shared-memory instructions there; as many as predicted where only
-      stores/loads through a given shared layout are at the location (the bank model's count),
-      at least the predicted lower bound where a conversion goes through Triton's scratch buffer;
+    * registers only estimated -> no shared-memory or shuffle instruction there;
+    * shuffles estimated -> shuffles there, no shared memory;
+    * shared memory estimated -> shared-memory instructions there;
     * never a cheaper mechanism than the one the analysis proves necessary (soundness).
-    Locations whose instructions LLVM attributed elsewhere are counted, and must stay few.
-    (Seen on Triton 3.9: 33 locations checked, every store/load count exact, 8 unattributed.)"""
+    Locations whose instructions LLVM attributed elsewhere are counted, and must stay few."""
     from layoutverify.apps.scan.analysis import RANK
     doc = compiled["doc"]
     checked, unattributed, ambiguous, details = 0, 0, 0, []
+    shared_classes = ("shared_store", "shared_load", "ldmatrix", "stmatrix", "async_copy")
     for k in doc["kernels"]:
         asm = k["asm"].get("ptx") or k["asm"].get("amdgcn")
         assert asm, f"{k['name']} {k['target']}: no compiled code beside the module"
@@ -128,11 +134,8 @@ def test_conversions_agree_with_the_compiled_code(compiled):
                 continue
             file, line, col = where.rsplit(":", 2)
             got = actual.get((file, int(line), int(col)), {})
-            shared = sum(o["cost"]["instructions"]["shared_store"] + o["cost"]["instructions"]["shared_load"]
-                         for o in ops)
-            shfl = sum(o["cost"]["instructions"]["shfl"] for o in ops)
-            exact = all(o["cost"]["accuracy"] == "estimate" for o in ops)
-            # soundness: what the compiler did is never cheaper than what the analysis proves necessary
+            shared = sum(_estimated(o).get(c, 0) for o in ops for c in shared_classes)
+            shfl = sum(_estimated(o).get("shuffle", 0) for o in ops)
             for o in ops:
                 if o["role"] == "convert":
                     need = RANK[o["mechanism"]]
@@ -140,7 +143,7 @@ def test_conversions_agree_with_the_compiled_code(compiled):
                     if got or need == 0:
                         assert emitted >= need or (len(ops) > 1), (k["name"], where, o["mechanism"], got)
             if shared == 0 and shfl == 0:
-                assert not got, f"{k['name']} {k['target']} {where}: registers predicted, emitted {got}"
+                assert not got, f"{k['name']} {k['target']} {where}: registers estimated, emitted {got}"
                 checked += 1
                 continue
             if not got:
@@ -148,13 +151,9 @@ def test_conversions_agree_with_the_compiled_code(compiled):
                 details.append((k["name"], k["target"], where, shared, shfl, "no instruction at this location"))
                 continue
             if shfl:
-                assert got.get("shuffle") == shfl and not got.get("shared"), (k["name"], where, shfl, got)
+                assert got.get("shuffle") and not got.get("shared"), (k["name"], where, shfl, got)
             if shared:
                 assert got.get("shared"), (k["name"], k["target"], where, ops[0]["key"], got)
-                if exact:
-                    assert got["shared"] == shared, (k["name"], k["target"], where, shared, got)
-                else:
-                    assert got["shared"] >= shared, (k["name"], k["target"], where, shared, got)
                 assert not got.get("shuffle"), (k["name"], where, got)
             details.append((k["name"], k["target"], where, shared, shfl, got))
             checked += 1
@@ -183,7 +182,7 @@ def test_triton_mechanism_matches_the_ptx_class_of_each_conversion(compiled):
             where = o["loc"]["text"]
             here = list(all_ops.get(where, []))
             here.remove(o["op"])
-            if any(n in SIDE_OPS or role_of(n) is not None for n in here):
+            if any(n in SIDE_OPS or role_of(n) not in (None, "global_load", "global_store") for n in here):
                 continue  # another op at this location may use shared memory or shuffles
             file, line, col = where.rsplit(":", 2)
             got = actual.get((file, int(line), int(col)), {})
@@ -267,12 +266,19 @@ def test_kernel_dump_and_mlir_dump_scan_like_the_cache(compiled):
     def summary(k):
         return [(o["key"], o.get("triton_mechanism"), o["cost"]["score"], o.get("verdict")) for o in k["ops"]]
 
+    # the cache's module scanned from its layouts alone, as a dump must be (no compiled code there)
+    est = root / "cache_layouts.json"
+    assert _cli("scan", str(compiled["cache"]), "--json", str(est), "--quiet", "--no-compiled") == 0
+    (ref,) = _kernels(json.loads(est.read_text()), "matmul", "sm90")
     for path in (dump_dir, log):
         out = root / f"{path.name}.json"
-        assert _cli("scan", str(path), "--json", str(out), "--quiet") == 0
+        assert _cli("scan", str(path), "--json", str(out), "--quiet", "--no-compiled") == 0
         (k,) = json.loads(out.read_text())["kernels"]
         assert k["name"] == "matmul" and k["target"] == "cuda:90" and k["num_warps"] == 4
         assert summary(k) == summary(ref), path
+        # the same kernel: identities agree on every field both know (a dump lacks num_stages)
+        from layoutverify.apps.scan.identity import compatible
+        assert compatible(k["identity"], ref["identity"])
 
 
 def test_outputs(compiled, tmp_path):
@@ -287,12 +293,12 @@ def test_outputs(compiled, tmp_path):
     assert len(suites) == len(compiled["doc"]["kernels"])
     failures = [c for s in suites for c in s.findall("testcase") if c.find("failure") is not None]
     n_bad = sum(1 for k in compiled["doc"]["kernels"] for o in k["ops"]
-                if any(f["severity"] in ("warning", "error") for f in o["findings"]))
+                if any(f["severity"] in ("warning", "error") and f["fixable"] for f in o["findings"]))
     assert len(failures) == n_bad > 0
     pages = sorted(p.name for p in html.iterdir())
     assert "index.html" in pages and len(pages) == len(compiled["doc"]["kernels"]) + 1
     two = [p for p in html.iterdir() if p.name.startswith("cvt_two_swaps")][0].read_text()
-    assert "Costliest conversions" in two and "T0:0" in two  # a grid of holders was drawn
+    assert "Costliest ops" in two and "T0:0" in two  # a grid of holders was drawn
 
 
 def test_table_on_the_terminal(compiled, capsys):

@@ -3,6 +3,7 @@ locations, op signatures, dumps), one form per test; the expected values are rea
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -154,6 +155,40 @@ def test_mlir_dump_keeps_the_last_ttgir_module_per_kernel(tmp_path):
     assert [m.kernel for m in mods] == ["kern", "other"]
     assert mods[0].num_warps == 4  # the later dump of kern, not the first (8 warps) nor the LLVM one
     assert "RemoveLayoutConversions" in mods[0].metadata["dump_pass"]
+
+
+def test_mlir_dump_keeps_every_compilation(tmp_path):
+    """A real ``MLIR_ENABLE_DUMP`` log of one process that compiles the five autotune
+    configurations of a matmul for sm_90 and one of them for gfx942: six compilations, six
+    modules (each the last TTGIR dump of its compilation), five for sm_90 and one for gfx942,
+    each with the specialisation of its configuration."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    pytest.importorskip("triton")
+    tests = Path(__file__).resolve().parent
+    sys.path.insert(0, str(tests))
+    from scan_tutorials import MATMUL_CONFIGS
+    cases = ",".join(f"grouped_matmul_fp16_cfg{i}" for i in range(len(MATMUL_CONFIGS)))
+    env = dict(os.environ, MLIR_ENABLE_DUMP="1", TRITON_ALWAYS_COMPILE="1", TRITON_DEFAULT_FP_FUSION="1",
+               PYTHONWARNINGS="ignore")
+    log = tmp_path / "dump.log"
+    with open(log, "w") as err:
+        for only, target in ((cases, "sm90"), ("grouped_matmul_fp16_cfg0", "gfx942")):
+            p = subprocess.run([sys.executable, str(tests / "scan_tutorials.py"), str(tmp_path / "cache"), "--only",
+                                only, target], env=env, stdout=subprocess.PIPE, stderr=err, text=True, timeout=900)
+            assert p.returncode == 0 and '"ok": true' in p.stdout, p.stdout
+    mods = find_modules([log])
+    targets = sorted(m.target for m in mods)
+    assert targets == ["cuda:90"] * 5 + ["hip:gfx942"], targets
+    from layoutverify.apps.scan.identity import identity
+    sm90 = [identity(m) for m in mods if m.target == "cuda:90"]
+    assert len({(i["num_warps"], tuple(i["tiles"])) for i in sm90}) == 5
+    warps = sorted(i["num_warps"] for i in sm90)
+    assert warps == sorted(c[4] for c in MATMUL_CONFIGS)
+    for m in mods:   # the last TTGIR dump: the module as it reaches the LLVM lowering
+        assert re.match(r"Convert\w*GPUToLLVM", m.metadata["dump_pass"]), m.metadata["dump_pass"]
 
 
 def test_folders_skip_non_ttgir_files_and_files_must_be_ttgir(tmp_path):

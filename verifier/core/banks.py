@@ -24,7 +24,9 @@ How a register layout is accessed (what Triton's ``local_store``/``local_load`` 
 * The element's address is ``offset * element_bytes`` where ``offset`` is the location of that
   element in the memory layout (hardware dims ``offset[, block]`` -> logical; the block of the
   memory layout is the thread's block when the memory layout has one; the smallest offset when an
-  element has several).
+  element has several). A ``padded_shared`` layout (its ``padding`` pairs ``(interval, pad)``)
+  places dense offset ``i`` at slot ``i + sum_k (i // interval_k) * pad_k``; its vectors stay
+  within one interval.
 * **Vector width** ``v``: the largest power of two with ``v * element_bytes <= 16`` such that every
   thread's offsets split into aligned runs ``[k*v, k*v + v)`` that the thread holds completely;
   each run is one vector access. Registers are grouped by offsets, not by register number, so a
@@ -41,8 +43,10 @@ is banked in 4-byte dwords, bank ``(a // 4) % banks``: 32 banks on CDNA3 (MI300,
 Instinct MI300 "CDNA3" Instruction Set Architecture, chapter "Local Data Share": 32 banks of
 dwords, conflicts checked per group of lanes issued together) and 64 banks on CDNA4 (MI350,
 gfx950; Triton's ``AMDMfmaEncodingAttr::composeSharedLayoutForOperand`` picks its swizzle for
-``numBanks = isGFX950 ? 64 : 32``, and ROCm's CK-Tile "LDS bank conflicts" page: 32 or 64 banks
-by architecture). A wave64 ``ds_read``/``ds_write`` is served in **phases** of consecutive lanes
+``numBanks = isGFX950 ? 64 : 32``, and ROCm's CK-Tile page "Understanding AMD GPU LDS and Bank
+Conflicts", rocm.docs.amd.com/projects/composable_kernel/en/latest/conceptual/ck_tile/hardware/
+lds_bank_conflicts.html: "organized into 32 or 64 banks depending on the hardware architecture,
+each bank has a 4 bytes width"; gfx950 also grew the LDS to 160 KiB). A wave64 ``ds_read``/``ds_write`` is served in **phases** of consecutive lanes
 that together move one row of all banks: ``banks * 4 / max(w, 4)`` lanes for ``w`` bytes per lane,
 so on CDNA3 ``ds_*_b32`` (and narrower) go by half-waves (lanes 0-31, 32-63: the rule of AMD's
 programming guides), ``ds_*_b64`` by 16 lanes and ``ds_*_b128`` by 8 lanes (CK-Tile's page lists
@@ -318,6 +322,9 @@ def bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16, *,
     lane, warp, block = c["lane"][keep], c["warp"][keep], c["block"][keep]
 
     max_vec = max(1, max_vector_bytes // ebytes)
+    padding = padding_of(shared)
+    if padding:  # a vector must not straddle a padding gap: at most the smallest interval
+        max_vec = max(1, min(max_vec, min(i for i, _ in padding)))
     v, run = 1, vector_runs(thread, register, offset, 1, vector_rule)
     while v * 2 <= max_vec:
         r2 = vector_runs(thread, register, offset, v * 2, vector_rule)
@@ -329,7 +336,7 @@ def bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16, *,
 
     # one row per vector access; its instruction is the rank of the run's lowest register
     lead = first_per_group(run, register)
-    r_reg, r_off = register[lead], (offset[lead] // v) * v
+    r_reg, r_off = register[lead], padded_offsets((offset[lead] // v) * v, padding)
     r_lane, r_warp, r_block = lane[lead], warp[lead], block[lead]
     instr = dense_ids(r_reg)
 
@@ -387,6 +394,114 @@ def bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16, *,
         ideal_wavefronts=int(ideal_instr[worst_i]), conflict_ways=int(per_phase.max()),
         total_wavefronts=int(per_warp[worst_w]), total_ideal=int(ideal_warp[worst_w]), witness=witness,
         arch=arch, banks=num_banks)
+
+
+def gathered_bank_conflicts(reg: Layout, shared: Layout, element_bits: int = 16, *, access_bytes: int = 16,
+                            phases: str = "lanes", arch: str = "nvidia") -> BankReport:
+    """Bank conflicts of a *gathering* access: each lane reads (or writes) one aligned run of
+    ``access_bytes`` of shared memory, and the hardware redistributes the runs' elements among
+    the lanes, so that a lane's registers need not be contiguous in memory. Two instruction
+    families do this:
+
+    * ``phases="words"``: NVIDIA ``ldmatrix``/``stmatrix`` (.x1/.x2/.x4, optionally ``.trans``):
+      each 32-bit register word of the warp is one 8x8 matrix of 16-byte rows, served as one
+      phase; an instruction moves ``access_bytes // 4`` words per lane (PTX ISA,
+      "Warp-level matrix load instruction: ldmatrix");
+    * ``phases="lanes"``: AMD CDNA4 ``ds_read_b64_tr_b16/b8``: each lane reads 8 bytes, lanes
+      exchange within groups of 16 (CDNA4 ISA, "DS_READ_B64_TR_B16"; LLVM's
+      ``llvm.amdgcn.ds.read.tr16.b64``: each 16-lane row loads a 4x16 tile and every lane gets a
+      column of it); phases of ``banks * 4 / access_bytes`` consecutive lanes as for
+      ``ds_read_b64``.
+
+    Which lane reads which run does not matter for conflicts: a phase needs as many wavefronts
+    as the most distinct 4-byte words one bank holds among the runs containing the elements its
+    lanes receive. A thread's registers (broadcast copies removed) are packed ``4 / element
+    bytes`` to a 32-bit word in register order, and ``access_bytes / 4`` consecutive words form
+    one instruction."""
+    ebytes = element_bytes(element_bits)
+    num_banks = bank_model(arch)
+    arch = ARCH_ALIASES.get(str(arch).lower(), str(arch).lower())
+    if phases not in ("words", "lanes"):
+        raise LayoutError(f"phases must be 'words' or 'lanes', got {phases!r}")
+    if access_bytes not in (4, 8, 16):
+        raise LayoutError(f"access_bytes must be 4, 8 or 16, got {access_bytes}")
+    if reg.out_sizes != shared.out_sizes:
+        raise LayoutError(f"register layout shape {list(reg.out_sizes)} and shared layout shape "
+                          f"{list(shared.out_sizes)} differ")
+    c = distributed_columns(reg, "the register layout")
+    offs = shared_offsets(shared, reg.out_size(), reg.in_size("block"))
+    lanes, warps = reg.in_size("lane"), reg.in_size("warp")
+    thread = c["lane"] + lanes * (c["warp"] + warps * c["block"])
+    offset = offs[c["block"], c["element"]]
+    if (offset < 0).any():
+        raise LayoutError("the shared layout does not hold every element of the register layout")
+    repeat = ~first_per_group(dense_ids(thread, c["element"]), c["register"])
+    reg_id = dense_ids(c["register"])
+    keep = (np.bincount(reg_id, weights=~repeat) > 0)[reg_id]
+    register, offset = dense_ids(c["register"][keep]), offset[keep]
+    lane, wid = c["lane"][keep], (c["warp"] + warps * c["block"])[keep]
+    per_word = max(1, 4 // ebytes)
+    word = register // per_word
+    words_per_instr = access_bytes // 4
+    instr = word // words_per_instr
+    if phases == "words":
+        phase = word % words_per_instr
+        lanes_per_phase = lanes
+    else:
+        lanes_per_phase = max(1, num_banks * WORD_BYTES // access_bytes)
+        phase = lane // lanes_per_phase
+    addr = padded_offsets(offset, padding_of(shared)) * ebytes
+    run = addr // access_bytes
+    key = dense_ids(wid, instr, phase)
+    uniq = np.unique(np.stack([key, run]), axis=1)
+    k, r = uniq
+    words = (r * (access_bytes // WORD_BYTES))[:, None] + np.arange(access_bytes // WORD_BYTES)[None, :]
+    kk = np.repeat(k, access_bytes // WORD_BYTES)
+    words = words.reshape(-1)
+    wb = np.unique(np.stack([kk, words % num_banks, words]), axis=1)
+    per_bank = np.bincount(dense_ids(wb[0], wb[1]))
+    bank_key = wb[0][first_per_group(dense_ids(wb[0], wb[1]), np.zeros(wb.shape[1], dtype=np.int64))]
+    per_phase = np.zeros(int(key.max(initial=-1)) + 1, dtype=np.int64)
+    np.maximum.at(per_phase, bank_key, per_bank)
+    # phase -> (warp, instruction)
+    first = first_per_group(key, np.zeros_like(key))
+    pk_w, pk_i = np.zeros(per_phase.size, np.int64), np.zeros(per_phase.size, np.int64)
+    pk_w[key[first]], pk_i[key[first]] = wid[first], instr[first]
+    instr_key = dense_ids(pk_w, pk_i)
+    per_instr = np.bincount(instr_key, weights=per_phase).astype(np.int64)
+    ideal_instr = np.bincount(instr_key).astype(np.int64)
+    ik_w = np.zeros(per_instr.size, np.int64)
+    ik_w[instr_key] = pk_w
+    per_warp = np.bincount(ik_w, weights=per_instr).astype(np.int64)
+    ideal_warp = np.bincount(ik_w, weights=ideal_instr).astype(np.int64)
+    worst_i = int(np.argmax(per_instr - ideal_instr)) if per_instr.size else 0
+    worst_w = int(np.argmax(per_warp)) if per_warp.size else 0
+    return BankReport(
+        element_bits=int(element_bits), vector=int(access_bytes // ebytes), access_bytes=int(access_bytes),
+        lanes_per_phase=int(lanes_per_phase), instructions=int(np.bincount(ik_w).max(initial=0)),
+        wavefronts=int(per_instr[worst_i]) if per_instr.size else 0,
+        ideal_wavefronts=int(ideal_instr[worst_i]) if per_instr.size else 0,
+        conflict_ways=int(per_phase.max(initial=0)), total_wavefronts=int(per_warp[worst_w]) if per_warp.size else 0,
+        total_ideal=int(ideal_warp[worst_w]) if per_warp.size else 0, witness=None, arch=arch, banks=num_banks)
+
+
+def padding_of(shared: Layout) -> tuple:
+    """The ``(interval, pad)`` pairs of a padded shared layout (Triton's ``padded_shared``, whose
+    adapter returns dense offsets and carries the padding beside them), else ``()``."""
+    pairs = getattr(shared, "padding", None) or ()
+    return tuple((int(i), int(p)) for i, p in pairs)
+
+
+def padded_offsets(offset: np.ndarray, padding) -> np.ndarray:
+    """Physical slots of dense offsets: ``offset + sum_k (offset // interval_k) * pad_k``
+    (Triton's ``padded_shared``: ``pad_k`` empty slots after every ``interval_k`` elements)."""
+    out = np.asarray(offset, dtype=np.int64)
+    if not padding:
+        return out
+    base = out
+    for interval, pad in padding:
+        out = out + (base // interval) * pad
+    return out
 
 
 def _coord(layout: Layout, flat: int) -> tuple[int, ...]:

@@ -1,7 +1,8 @@
 """A cost model of layout conversions: ``predicted_ns`` from conversion facts (pure arithmetic).
 
-Facts (:class:`ConversionFacts`) are per CTA and per conversion: shared-memory wavefronts
-(bank-conflict aware: one wavefront moves at most 128 bytes), warp-level shuffles, barriers,
+Facts (:class:`ConversionFacts`) are per CTA and per conversion (or any layout op): shared-memory
+wavefronts (bank-conflict aware: one wavefront moves at most 128 bytes), global-memory L1
+wavefronts (128-byte lines a warp's access touches), warp-level shuffles, barriers,
 warp-level ALU instructions (data moves such as ``PRMT``/``MOV``/``SEL``, address arithmetic and
 the consumer's operation on every register word) and warp-level local-memory accesses (register
 spills). Where they come from:
@@ -23,11 +24,20 @@ release, date and the held-out error recorded. The H200 has the H100's SM (132 S
 so it uses the H100's cycle constants with its own clock; that is stated in the data, not
 measured. Spills that overflow the L1 (hundreds of spilled registers per thread) cost far more
 than ``c_local``: there the prediction is a lower bound.
+
+Global memory is not in the fit (the measured loops touch shared memory only). Its L1 wavefronts
+join the shared-memory wavefronts in the first term at ``c_wavefront`` each: on the H100 the L1
+and shared memory are one SRAM with one 128-byte-per-clock data path, which global accesses
+(coalesced into 128-byte lines) share. This is derived, not measured, and it prices issue and L1
+traffic only, not DRAM bandwidth, which is a property of the whole kernel.
+
+:func:`op_cycles` prices one op of a kernel on its own: the model with the op's own register
+instructions (``data_moves``) as the ALU work and without the loop's constant, so ops add up.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from importlib import resources
 
 FEATURES = ("wavefronts", "shuffles", "barriers", "alu", "local", "one")
@@ -48,11 +58,13 @@ class ConversionFacts:
     data_moves: int = 0         # warp-level register instructions moving data
     alu_instructions: float | None = None  # warp-level ALU instructions of the loop (SASS), if known
     local_accesses: float = 0   # warp-level local-memory accesses (spills) of the loop (SASS)
+    global_wavefronts: float = 0  # L1 wavefronts of global loads and stores (128-byte lines per warp access)
 
     def features(self) -> dict:
         alu = (self.alu_instructions if self.alu_instructions is not None
                else self.data_moves + self.elements / 32)
-        return {"wavefronts": self.store_wavefronts + self.load_wavefronts, "shuffles": self.shuffles,
+        return {"wavefronts": self.store_wavefronts + self.load_wavefronts + self.global_wavefronts,
+                "shuffles": self.shuffles,
                 "barriers": self.barriers, "alu": alu, "local": self.local_accesses, "one": 1.0}
 
     def to_json(self) -> dict:
@@ -132,6 +144,14 @@ def cycles(facts: ConversionFacts, k: dict) -> float:
     return (max(k["wavefront"] * x["wavefronts"], k["alu"] * x["alu"])
             + k["shuffle"] * x["shuffles"] + k["barrier"] * x["barriers"] + k.get("local", 0.0) * x["local"]
             + k["constant"])
+
+
+def op_cycles(facts: ConversionFacts, gpu: str = "H100", table: dict | None = None) -> float:
+    """SM cycles of one CTA's op on its own: :func:`cycles` with the op's ``data_moves`` as its
+    ALU work (no consumer) and without the constant term."""
+    c = table or constants(gpu)
+    own = replace(facts, alu_instructions=float(facts.data_moves), local_accesses=facts.local_accesses)
+    return cycles(own, c["cycles"]) - c["cycles"]["constant"]
 
 
 def predicted_conversion_ns(facts: ConversionFacts, gpu: str = "H100", table: dict | None = None) -> float:

@@ -1,5 +1,6 @@
 """``layoutverify scan PATH...``: every layout op of TTGIR modules and Triton caches, with costs
-and findings; ``--baseline OLD.json`` gates on conversions that got costlier (exit 1)."""
+(read from the compiled code where the cache holds it) and findings; ``--baseline OLD.json``
+gates on ops that got costlier and on kernels that vanished (exit 1)."""
 from __future__ import annotations
 
 import json
@@ -12,8 +13,9 @@ def register(sub) -> None:
     p = sub.add_parser("scan", help="scan TTGIR modules / Triton caches for layout conversions and their cost",
                        description="Read *.ttgir / *.mlir files, MLIR_ENABLE_DUMP logs, Triton cache folders "
                                    "(~/.triton/cache, $TRITON_CACHE_DIR) and TRITON_KERNEL_DUMP folders; report "
-                                   "every op that changes or materialises a layout. Exit codes: 0 ok, 1 the "
-                                   "baseline gate fired, 2 bad input.")
+                                   "every op that changes or materialises a layout, with the instructions the "
+                                   "compiled code (PTX/AMDGCN beside the module) executes for it. Exit codes: 0 ok, "
+                                   "1 the baseline gate fired, 2 bad input.")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--json", metavar="FILE", type=json_output("JSON file"), help="write the scan as JSON ('-' for stdout)")
     p.add_argument("--markdown", metavar="FILE", type=output_path("Markdown file"), help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
@@ -22,6 +24,11 @@ def register(sub) -> None:
     p.add_argument("--baseline", metavar="OLD.json", help="compare with an earlier scan's --json output")
     p.add_argument("--threshold", type=float, default=0.0,
                    help="relative cost growth tolerated by the baseline gate (default 0: any growth)")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="a kernel of the baseline that the scan does not find is reported, not a gate failure "
+                        "(an empty scan against a non-empty baseline still fails)")
+    p.add_argument("--no-compiled", action="store_true",
+                   help="ignore the compiled code beside the modules: every cost estimated from the layouts")
     p.add_argument("--triton-version", choices=TRITON_VERSIONS, default=None,
                    help="read layouts with this release's semantics (default: the cache metadata's, "
                         "else the installed Triton's)")
@@ -45,7 +52,9 @@ def run(args) -> int:
         from layoutverify.apps.scan.baseline import load_scan
         old = load_scan(args.baseline)
     modules = find_modules(args.paths)
-    options = ScanOptions(triton_version=args.triton_version)
+    if not modules:
+        print(f"scan: no TTGIR module found in {', '.join(args.paths)}", file=sys.stderr)
+    options = ScanOptions(triton_version=args.triton_version, compiled=not args.no_compiled)
     to_stdout = args.json == "-"
     doc = _scan_with_progress(modules, options, show=not (args.quiet or to_stdout), scan_modules=scan_modules)
     if args.validate:
@@ -54,7 +63,7 @@ def run(args) -> int:
     cmp = None
     if old is not None:
         from layoutverify.apps.scan.baseline import compare_scans
-        cmp = compare_scans(old, doc, args.threshold)
+        cmp = compare_scans(old, doc, args.threshold, allow_missing=args.allow_missing)
         doc["baseline"] = cmp
     if args.json:
         text = json.dumps(doc, indent=1)

@@ -7,8 +7,15 @@ Pieces, one job each:
   ``MLIR_ENABLE_DUMP`` logs) with their metadata;
 * :mod:`.module` reads one TTGIR module (aliases, locations, module attributes, ops);
 * :mod:`.locations` turns ``loc(...)`` into ``file:line:col``;
-* :mod:`.ops` says which ops matter and what layouts each one moves between;
+* :mod:`.ops` says which ops matter, what layouts each one moves between and which compiled
+  instructions it emits;
+* :mod:`.identity` says what a kernel is (name, target, warps, stages, specialisation);
+* :mod:`.target` maps a target to its lanes, bank model and cost-model basis;
 * :mod:`.triton_choice` predicts the mechanism Triton's lowering uses for a conversion;
+* :mod:`.compiled` reads PTX / AMDGCN into instructions by source location;
+* :mod:`.attribution` gives each layout op the compiled instructions at its location;
+* :mod:`.facts` estimates an op's instructions from its layouts and prices instructions;
+* :mod:`.findings` holds the finding codes, severities and wording;
 * :mod:`.analysis` builds the per-op reports, costs and findings;
 * :mod:`.baseline` compares a scan with an earlier one (the CI gate);
 * :mod:`.output` renders tables, JSON, Markdown, JUnit and HTML.

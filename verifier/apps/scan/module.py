@@ -7,6 +7,8 @@ parser: layout *attributes* are left as text and handed to the Triton adapter. W
 * alias definitions ``#blocked1 = #ttg.blocked<...>`` (layouts, shared layouts, memory spaces);
 * location aliases ``#loc3 = loc(...)`` (see :mod:`.locations`);
 * module attributes ``ttg.num-warps``, ``ttg.threads-per-warp``, ``ttg.num-ctas``, ``ttg.target``;
+* each function's header line (its arguments, their types and ``tt.divisibility``-style
+  attributes: the kernel's signature, see :mod:`.identity`) and whether it is public;
 * every op line: its name, the function it is in, its 1-based line, the types of its signature
   (operand types before ``->``, result types after; ``tensor<...>`` and ``!ttg.memdesc<...>``
   only; a result printed as a bare ``<...>``, as ``async_copy_global_to_local`` does, is a
@@ -58,12 +60,17 @@ class Module:
     target: str | None
     functions: list[str]
     ops: list[Op] = field(default_factory=list)
+    headers: dict = field(default_factory=dict)    # function name -> its ``tt.func`` line
+    public: list = field(default_factory=list)     # names of the public functions (the kernels)
     metadata: dict = field(default_factory=dict)  # from a Triton cache's <kernel>.json
     asm: dict = field(default_factory=dict)        # "ptx"/"amdgcn" -> path of the compiled code
 
     @property
     def kernel(self) -> str:
-        return self.metadata.get("name") or (self.functions[0] if self.functions else "?")
+        if self.metadata.get("name"):
+            return self.metadata["name"]
+        names = self.public or self.functions
+        return names[0] if names else "?"
 
     def expand(self, type_text: str) -> str:
         """``type_text`` with every alias replaced by its definition (recursively)."""
@@ -198,6 +205,8 @@ def read_module(text: str, path: str = "<text>", *, op_filter=None) -> Module:
     loc_aliases: dict[str, str] = {}
     attrs: dict = {}
     functions: list[str] = []
+    headers: dict = {}
+    public: list = []
     ops: list[Op] = []
     current = None
     saw_module = False
@@ -224,6 +233,9 @@ def read_module(text: str, path: str = "<text>", *, op_filter=None) -> Module:
         if fm and ("tt.func" in s.split("@", 1)[0]):
             current = fm.group(1)
             functions.append(current)
+            headers.setdefault(current, s)
+            if re.search(r"\btt\.func\s+public\b", s):
+                public.append(current)
             continue
         om = _OP.match(s)
         if not om:
@@ -238,4 +250,5 @@ def read_module(text: str, path: str = "<text>", *, op_filter=None) -> Module:
         raise LayoutError(f"{path}: no TTGIR module found (no 'module' line and no tt.func)")
     return Module(path=path, aliases=aliases, locations=LocationTable(loc_aliases),
                   num_warps=attrs.get("num_warps"), threads_per_warp=attrs.get("threads_per_warp"),
-                  num_ctas=attrs.get("num_ctas"), target=attrs.get("target"), functions=functions, ops=ops)
+                  num_ctas=attrs.get("num_ctas"), target=attrs.get("target"), functions=functions, ops=ops,
+                  headers=headers, public=public)

@@ -13,6 +13,14 @@ the printed ``tensor<...>`` or ``!ttg.memdesc<...>`` text. Roles:
 ``tmem_store``  registers -> tensor memory (``ttng.tmem_store``)
 ``operand``     an operand of a matrix instruction: ``tt.dot``, ``ttng.warp_group_dot``,
                 ``ttng.tc_gen5_mma`` (operands A, B, C/D in order; target is None)
+``global_load`` ``tt.load`` / ``amdg.buffer_load`` of a tensor: global memory -> registers (the
+                tensor's layout says which thread loads which element; target is None)
+``global_store`` ``tt.store`` / ``amdg.buffer_store`` of a tensor: registers -> global memory
+
+:data:`CLASSES_OF_ROLE` says which classes of compiled instructions (:mod:`.compiled`) each role
+emits, :data:`SIDE_OPS` which other ops emit instructions of those classes themselves (a
+reduction's shuffles and shared memory, an explicit barrier): where one of them shares a source
+location with a layout op, the compiled code cannot tell their instructions apart.
 """
 from __future__ import annotations
 
@@ -38,6 +46,42 @@ ROLES = {
     "ttng.warp_group_dot": "operand",
     "ttng.tc_gen5_mma": "operand",
     "ttng.tc_gen5_mma_scaled": "operand",
+    "tt.load": "global_load",
+    "amdg.buffer_load": "global_load",
+    "tt.store": "global_store",
+    "amdg.buffer_store": "global_store",
+    "amdg.buffer_load_to_local": "store",
+}
+#: role -> classes of compiled instructions it emits (ttg.async_copy_global_to_local: see ASYNC_COPY)
+CLASSES_OF_ROLE = {
+    "convert": ("shared_store", "shared_load", "stmatrix", "ldmatrix", "shuffle", "barrier", "dsmem_store",
+                "dsmem_load"),
+    "store": ("shared_store", "stmatrix", "barrier"),
+    "load": ("shared_load", "ldmatrix", "barrier"),
+    "global_load": ("global_load",),
+    "global_store": ("global_store",),
+    "tmem_load": ("tmem_load",),
+    "tmem_store": ("tmem_store",),
+    "view": (),
+    "operand": (),
+}
+#: the classes that carry an op's data (not its barriers or register moves): an op whose location
+#: holds none of them has had its instructions attributed elsewhere
+MAIN_CLASSES = frozenset({"shared_store", "shared_load", "stmatrix", "ldmatrix", "shuffle", "dsmem_store", "dsmem_load",
+                          "global_load", "global_store", "async_copy", "tmem_load", "tmem_store"})
+#: copies from global to shared memory without registers (cp.async, AMD direct-to-LDS loads)
+ASYNC_COPY = ("ttg.async_copy_global_to_local", "triton_gpu.async_copy_global_to_local", "amdg.buffer_load_to_local")
+#: an AMD copy with a mask and an ``other`` value first writes ``other`` with ``ds_write``
+ASYNC_COPY_CLASSES = ("async_copy", "shared_store", "barrier")
+_SHARED = ("shared_store", "shared_load", "barrier", "shuffle")
+#: ops that are not layout ops but emit instructions of these classes themselves
+SIDE_OPS = {
+    "tt.reduce": _SHARED, "tt.scan": _SHARED, "tt.histogram": _SHARED, "tt.gather": _SHARED,
+    "tt.atomic_rmw": ("global_load", "global_store"), "tt.atomic_cas": ("global_load", "global_store"),
+    "ttg.barrier": ("barrier",), "amdg.cond_barrier": ("barrier",), "rocdl.s.barrier": ("barrier",),
+    "gpu.barrier": ("barrier",), "ttng.async_tma_copy_global_to_local": ("tma",),
+    "ttng.async_tma_copy_local_to_global": ("tma",), "tt.descriptor_load": ("tma", "global_load"),
+    "tt.descriptor_store": ("tma", "global_store"), "tt.print": ("global_store",), "tt.assert": ("global_store",),
 }
 VIEW_PREFIXES = ("ttg.memdesc_", "triton_gpu.memdesc_")
 OPERAND_NAMES = ("A", "B", "C", "D")
@@ -51,8 +95,16 @@ def role_of(name: str) -> str | None:
     return None
 
 
-def is_layout_op(name: str) -> bool:
-    return role_of(name) is not None
+def is_scanned_op(name: str) -> bool:
+    """Ops the scan reads: layout ops and the side ops that share their instruction classes."""
+    return role_of(name) is not None or name in SIDE_OPS
+
+
+def classes_of(op_name: str, role: str) -> tuple:
+    """Compiled instruction classes an op of ``role`` emits."""
+    if op_name in ASYNC_COPY:
+        return ASYNC_COPY_CLASSES
+    return CLASSES_OF_ROLE.get(role, ())
 
 
 @dataclass
@@ -97,4 +149,7 @@ def transfers(op) -> list[Transfer]:
         if len(ins) >= 1 and len(outs) >= 1:
             return [Transfer("convert", ins[0], outs[0])]
         return []
+    if role in ("global_load", "global_store"):
+        t = next((t for t in ins + outs if t.startswith("tensor<")), None)
+        return [Transfer(role, t, None)] if t is not None and "#" in t else []
     return []

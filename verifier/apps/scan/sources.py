@@ -3,8 +3,11 @@
 A path may be
 
 * a file: ``*.ttgir``, ``*.mlir``, or any text file holding a printed module or an
-  ``MLIR_ENABLE_DUMP`` log (``// -----// IR Dump Before ...`` headers; per kernel the last dump
-  that is still TTGIR is kept, i.e. the module as it reaches the LLVM lowering);
+  ``MLIR_ENABLE_DUMP`` log (``// -----// IR Dump Before ...`` headers). A log holds one
+  compilation after another (an autotuner's configurations, one kernel for several targets):
+  each compilation's dumps run TTIR, then TTGIR, then LLVM, so every maximal run of consecutive
+  TTGIR dumps of one kernel and target is one compilation, and its last dump (the module as it
+  reaches the LLVM lowering) is kept: five autotune configurations scan as five modules;
 * a folder, searched recursively for ``*.ttgir`` and ``*.mlir``: a Triton cache
   (``~/.triton/cache``, ``$TRITON_CACHE_DIR``) or a ``TRITON_KERNEL_DUMP`` folder, where each
   kernel sits in a hash folder as ``<kernel>.ttgir`` beside ``<kernel>.json`` (its metadata:
@@ -21,10 +24,11 @@ from pathlib import Path
 from layoutverify.core.errors import LayoutError
 
 from .module import Module, read_module
-from .ops import is_layout_op
+from .ops import is_scanned_op
 
 SUFFIXES = (".ttgir", ".mlir")
-_DUMP_HEADER = re.compile(r"^// -----// IR Dump (?:Before|After) (.*?) //----- //\s*$", re.M)
+_DUMP_HEADER = re.compile(r"^// -----// (?:IR Dump (?:Before|After) (.*?) //----- //|(\w+ internal IR Dump .*?))\s*$",
+                          re.M)
 MAX_FILE_BYTES = 256 << 20
 
 
@@ -81,7 +85,7 @@ def split_dumps(text: str) -> list[tuple[str, str]] | None:
     out = []
     for i, m in enumerate(heads):
         end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-        out.append((m.group(1), text[m.end():end]))
+        out.append((m.group(1) or m.group(2), text[m.end():end]))
     return out
 
 
@@ -93,23 +97,41 @@ def load_file(path: Path) -> list[Module]:
     text = _read(path)
     dumps = split_dumps(text)
     if dumps is None:
-        mod = read_module(text, str(path), op_filter=is_layout_op)
+        mod = read_module(text, str(path), op_filter=is_scanned_op)
         mod.metadata, mod.asm = _metadata(path)
         return [mod]
-    last: dict[str, tuple[str, str]] = {}
-    for header, body in dumps:
-        if not _is_ttgir(body):
-            continue
-        m = re.search(r"\btt\.func\b[^@\n]*@([\w$.-]+)", body)
-        last[m.group(1) if m else "?"] = (header, body)
     mods = []
-    for kernel, (header, body) in last.items():
-        mod = read_module(body, f"{path}#{kernel}", op_filter=is_layout_op)
-        mod.metadata = {"name": kernel, "dump_pass": header}
+    seen: dict[str, int] = {}
+    for kernel, header, body in compilations(dumps):
+        seen[kernel] = seen.get(kernel, 0) + 1
+        mod = read_module(body, f"{path}#{kernel}@{seen[kernel]}", op_filter=is_scanned_op)
+        mod.metadata = {"name": kernel, "dump_pass": header, "dump_compilation": seen[kernel]}
         mods.append(mod)
     if not mods:
         raise LayoutError(f"{path}: an MLIR dump without any TTGIR module")
     return mods
+
+
+def compilations(dumps: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """``(kernel, pass header, module text)`` of the last TTGIR dump of every compilation in a
+    log (see the module docstring), in log order."""
+    out = []
+    run_key = None
+    for header, body in dumps:
+        if not _is_ttgir(body):
+            run_key = None
+            continue
+        m = re.search(r"\btt\.func\s+public\b[^@\n]*@([\w$.-]+)", body) or \
+            re.search(r"\btt\.func\b[^@\n]*@([\w$.-]+)", body)
+        kernel = m.group(1) if m else "?"
+        t = re.search(r'ttg\.target"?\s*=\s*"([^"]*)"', body)
+        key = (kernel, t.group(1) if t else None)
+        if key == run_key:
+            out[-1] = (kernel, header, body)
+        else:
+            out.append((kernel, header, body))
+            run_key = key
+    return out
 
 
 def find_modules(paths, skipped: list | None = None) -> list[Module]:
