@@ -68,6 +68,7 @@ class Machine:
         self.observed: list[np.ndarray] = []
         self.undefined_arith = 0
         self.races: list[str] = []
+        self.terms = None        # a data algebra (the kernel validator's); None: data may only move
         self._dispatch = dict(semantics.HANDLERS)
         self._dispatch.update({"ld": self._ld, "st": self._st, "ldmatrix": self._ldmatrix,
                                "stmatrix": self._stmatrix, "shfl": self._shfl, "bar": self._bar,
@@ -141,6 +142,11 @@ class Machine:
             raise SimError(f"PTX line {ins.line}: predicate {op} is undefined")
         v = np.clip(b[:, 0], 0, 255) != 0
         return ~v if neg else v
+
+    def data_op(self, ins, op, ty, mods, dst, operands, mask) -> None:
+        """Computation on data bytes (``op`` of :mod:`.floats` on ``operands``): the conversion
+        interpreter only moves data, so any computation with it stops the run."""
+        raise SimError(f"PTX line {ins.line}: {ins.opcode}: arithmetic on data bytes ({ins.text.strip()})")
 
     def observe(self, value: np.ndarray, mask) -> None:
         if not mask.all():

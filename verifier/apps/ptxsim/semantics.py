@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import floats
 from .state import UNDEF, SimError, concrete, from_uint, to_uint, type_width
 
 U64 = np.uint64
@@ -63,6 +64,9 @@ def _write_int(m, dst, v, w, mask):
 def op_arith(m, ins, mask):
     name = ins.parts[0]
     ty = _ty(ins)
+    if floats.is_float(ty):
+        floats.op_float(m, ins, mask, ty)
+        return
     w = type_width(ty)
     parts = ins.parts
     signed = ty.startswith("s")
@@ -272,7 +276,10 @@ def op_setp(m, ins, mask):
     parts = ins.parts
     cmp = parts[1]
     ty = _ty(ins)
-    if cmp not in _CMP or ty.startswith("f") or len(parts) > 3:
+    if floats.is_float(ty):
+        floats.op_setp_float(m, ins, mask, ty)
+        return
+    if cmp not in _CMP or len(parts) > 3:
         raise _err(ins, "only integer setp.CMP.TYPE is modelled")
     w = type_width(ty)
     dst, a, b = ins.operands[:3]
@@ -336,5 +343,7 @@ HANDLERS = {
     "xor": op_arith, "not": op_arith, "neg": op_arith, "shl": op_arith, "shr": op_arith, "min": op_arith,
     "max": op_arith, "abs": op_arith, "div": op_arith, "rem": op_arith, "bfe": op_arith, "bfi": op_arith,
     "lop3": op_arith,
+    **{name: op_arith for name in floats.OPS if name not in ("add", "sub", "mul", "mad", "neg", "abs", "min", "max",
+                                                              "div")},
     "mov": op_mov, "selp": op_selp, "setp": op_setp, "cvt": op_cvt, "prmt": op_prmt,
 }
