@@ -69,7 +69,13 @@ class Machine:
         self.undefined_arith = 0
         self.races: list[str] = []
         self.terms = None        # a data algebra (the kernel validator's); None: data may only move
-        self._dispatch = dict(semantics.HANDLERS)
+        self.pid = (0, 0, 0)     # %ctaid
+        self.grid = (1, 1, 1)    # %nctaid
+        self.param_values: dict[str, np.ndarray] = {}   # parameter -> its bytes (default: a pointer)
+        self.live = np.ones(self.threads, dtype=bool)   # threads that have not exited
+        self.steps = 0
+        self._dispatch = {name: (lambda h: (lambda ins, mask: h(self, ins, mask)))(h)
+                          for name, h in semantics.HANDLERS.items()}
         self._dispatch.update({"ld": self._ld, "st": self._st, "ldmatrix": self._ldmatrix,
                                "stmatrix": self._stmatrix, "shfl": self._shfl, "bar": self._bar,
                                "barrier": self._bar, "membar": self._nop, "fence": self._nop})
@@ -79,7 +85,7 @@ class Machine:
         """``(threads, width)`` bytes of an operand (register, special register, immediate, symbol)."""
         if isinstance(op, tuple):
             raise SimError(f"a vector operand {op} where a scalar is expected")
-        if op.startswith("%"):
+        if op.startswith("%") or op in self.regs.declared:
             m = _SPECIAL.match(op)
             if m and op not in self.regs.declared and op.rstrip("0123456789") not in self.regs.prefixes:
                 return from_uint(self._special(m.group(1), m.group(2) or "x"), width or 4)
@@ -98,8 +104,19 @@ class Machine:
         if op == "global_smem" or op in self._shared_symbols():
             return from_uint(np.zeros(self.threads, dtype=np.uint64), width or 4)
         if op in self.program.params:
-            return from_uint(np.full(self.threads, self._param_ptr(op), dtype=np.uint64), width or 8)
+            v = self.param_bytes(op)
+            w = width or v.size
+            v = v[:w] if v.size >= w else np.concatenate([v, np.zeros(w - v.size, dtype=np.int64)])
+            return np.broadcast_to(v, (self.threads, w)).copy()
         raise SimError(f"unknown operand {op!r}")
+
+    def param_bytes(self, name: str) -> np.ndarray:
+        """The bytes of parameter ``name``: given in :attr:`param_values`, else a pointer to its
+        own buffer (the conversion kernel's convention)."""
+        v = self.param_values.get(name)
+        if v is None:
+            v = from_uint(np.array([self._param_ptr(name)], dtype=np.uint64), 8)[0]
+        return v
 
     def _shared_symbols(self):
         return ("global_smem",)
@@ -119,17 +136,23 @@ class Machine:
             return self.warp.astype(np.uint64)
         if name == "nwarpid":
             return np.full(self.threads, self.threads // 32, dtype=np.uint64)
-        if name in ("nctaid", "cluster_nctarank", "cluster_nctaid", "nclusterid"):
+        if name == "ctaid":
+            return np.full(self.threads, self.pid["xyz".index(axis)], dtype=np.uint64)
+        if name == "nctaid":
+            return np.full(self.threads, self.grid["xyz".index(axis)], dtype=np.uint64)
+        if name in ("cluster_nctarank", "cluster_nctaid", "nclusterid"):
             return np.ones(self.threads, dtype=np.uint64)
-        return zero  # ctaid, clusterid, cluster_ctarank, cluster_ctaid: one CTA, the first
+        if name == "clusterid":
+            return np.full(self.threads, self.pid["xyz".index(axis)], dtype=np.uint64)
+        return zero  # cluster_ctarank, cluster_ctaid: clusters of one CTA
 
     def write(self, name, value: np.ndarray, mask) -> None:
         if name == "_":
             return
         if isinstance(name, tuple):
             raise SimError(f"a vector destination {name} where a scalar is expected")
-        if not name.startswith("%") or _SPECIAL.match(name) and name not in self.regs.declared and \
-                name.rstrip("0123456789") not in self.regs.prefixes:
+        if not (name.startswith("%") or name in self.regs.declared) or _SPECIAL.match(name) and \
+                name not in self.regs.declared and name.rstrip("0123456789") not in self.regs.prefixes:
             raise SimError(f"cannot write to {name!r}")
         self.regs.set(name, value, mask)
 
@@ -164,52 +187,69 @@ class Machine:
 
     # -- run ----------------------------------------------------------------------------------
     def run(self, max_steps: int = 2_000_000) -> None:
+        """Execute every thread of the CTA.
+
+        Threads run in groups that share a program counter (SIMT); the group with the lowest
+        program counter runs next and groups that meet at one program counter merge, so a branch
+        taken by some threads only reconverges where the two paths meet (structured code, as
+        compilers emit). A branch on a predicate that depends on data stops the run."""
         prog = self.program
-        pc = 0
-        steps = 0
-        everyone = np.ones(self.threads, dtype=bool)
-        while pc < len(prog.instructions):
-            ins = prog.instructions[pc]
-            steps += 1
-            if steps > max_steps:
-                raise SimError("the kernel ran too long (a loop that does not end?)")
-            mask = everyone
-            if ins.guard is not None:
-                mask = self.pred(ins.guard, ins, everyone)
-                if ins.negate:
-                    mask = ~mask
-            head = ins.parts[0]
-            if head in ("ret", "exit"):
-                if not mask.all() and mask.any():
-                    raise SimError(f"PTX line {ins.line}: {head} taken by some threads only (divergence)")
-                if mask.all():
-                    break
-                pc += 1
+        groups: dict[int, np.ndarray] = {0: np.ones(self.threads, dtype=bool)}
+        n = len(prog.instructions)
+        while groups:
+            pc = min(groups)
+            mask = groups.pop(pc)
+            if pc >= n:
+                self.live &= ~mask
                 continue
+            ins = prog.instructions[pc]
+            self.steps += 1
+            if self.steps > max_steps:
+                raise SimError("the kernel ran too long (a loop that does not end?)")
+            active = mask
+            if ins.guard is not None:
+                p = self.pred(ins.guard, ins, mask)
+                active = mask & (~p if ins.negate else p)
+            head = ins.parts[0]
             if head == "bra":
-                if mask.any() and not mask.all():
-                    raise SimError(f"PTX line {ins.line}: a branch taken by some threads only (divergence)")
-                if mask.all():
-                    target = ins.operands[0]
-                    if target not in prog.labels:
-                        raise SimError(f"PTX line {ins.line}: unknown label {target}")
-                    pc = prog.labels[target]
-                else:
-                    pc += 1
+                target = ins.operands[0]
+                if target not in prog.labels:
+                    raise SimError(f"PTX line {ins.line}: unknown label {target}")
+                self._join(groups, prog.labels[target], active)
+                self._join(groups, pc + 1, mask & ~active)
+                continue
+            if head in ("ret", "exit"):
+                self.live &= ~active
+                self._join(groups, pc + 1, mask & ~active)
                 continue
             handler = self._dispatch.get(head)
             if handler is None:
                 raise SimError(f"PTX line {ins.line}: the instruction {ins.opcode!r} is not modelled "
                                f"({ins.text.strip()})")
             self.traffic.instructions += 1
-            if mask.any():
+            if active.any():
                 try:
-                    handler(self, ins, mask) if handler in semantics.HANDLERS.values() else handler(ins, mask)
+                    handler(ins, active)
                 except SimError:
                     raise
                 except (ValueError, KeyError, IndexError) as e:
                     raise SimError(f"PTX line {ins.line}: {ins.opcode}: {e}") from None
-            pc += 1
+            self._join(groups, pc + 1, mask)
+
+    @staticmethod
+    def _join(groups: dict, pc: int, mask: np.ndarray) -> None:
+        if not mask.any():
+            return
+        got = groups.get(pc)
+        groups[pc] = mask if got is None else (got | mask)
+
+    def full_warps(self, ins, mask) -> None:
+        """A warp-collective instruction needs every live thread of each warp it runs in."""
+        warps = np.unique(self.warp[mask])
+        need = np.isin(self.warp, warps) & self.live
+        if (need & ~mask).any():
+            raise SimError(f"PTX line {ins.line}: {ins.opcode} executed by part of a warp (divergence or a "
+                           f"predicate); not modelled")
 
     # -- memory ---------------------------------------------------------------------------------
     @staticmethod
@@ -236,9 +276,15 @@ class Machine:
             raise SimError(f"PTX line {ins.line}: {n}-vector load into {len(dsts)} registers")
         if space == "param":
             _, name, off = addr_op
-            if name not in self.program.params or off:
+            if name not in self.program.params:
                 raise SimError(f"PTX line {ins.line}: unknown parameter {name}")
-            self.write(dsts[0], from_uint(np.full(self.threads, self._param_ptr(name), dtype=np.uint64), w), mask)
+            raw = self.param_bytes(name)
+            if off < 0 or off + n * w > max(raw.size, 8):
+                raise SimError(f"PTX line {ins.line}: a load past the end of parameter {name}")
+            raw = np.concatenate([raw, np.zeros(max(0, off + n * w - raw.size), dtype=np.int64)])
+            data = np.broadcast_to(raw[off:off + n * w], (self.threads, n * w))
+            for i, d in enumerate(dsts):
+                self.write(d, data[:, i * w:(i + 1) * w].copy(), mask)
             return
         addr = self.address(addr_op, mask)
         if space == "global":
@@ -338,8 +384,7 @@ class Machine:
         parts = ins.parts
         if "m8n8" not in parts or ("b16" not in parts):
             raise SimError(f"PTX line {ins.line}: only the m8n8 .b16 shape of {parts[0]} is modelled")
-        if not mask.all():
-            raise SimError(f"PTX line {ins.line}: {parts[0]} under a predicate")
+        self.full_warps(ins, mask)
         num = next((int(p[1:]) for p in parts if p in ("x1", "x2", "x4")), None)
         if num is None:
             raise SimError(f"PTX line {ins.line}: {parts[0]} without .x1/.x2/.x4")
@@ -366,15 +411,16 @@ class Machine:
             byte_addr = row_addr + 2 * cols                            # (T, 2) start of each b16
             idx = (byte_addr[:, :, None] + np.arange(2)[None, None, :]).reshape(T, 4)
             if load:
-                data = self._shared_read_idx(idx, ins)
+                data = np.full((T, 4), UNDEF, dtype=np.int64)
+                data[mask] = self._shared_read_idx(idx[mask], ins, self.warp[mask])
                 self.write(r, data, mask)
             else:
                 data = self.read(r, 4)
-                self._shared_write_idx(idx, data, ins)
+                self._shared_write_idx(idx[mask], data[mask], ins, self.warp[mask])
         # traffic: every lane moves 4 bytes per matrix; one phase per matrix and warp
-        nbytes = T * 4 * num
+        nbytes = int(mask.sum()) * 4 * num
         phases = 0
-        for w in range(T // 32):
+        for w in np.unique(self.warp[mask]):
             for i in range(num):
                 starts = addr[w * 32 + 8 * i: w * 32 + 8 * i + 8]
                 words = (starts[:, None] // 4 + np.arange(4)[None, :]).reshape(-1)
@@ -388,13 +434,13 @@ class Machine:
             self.traffic.shared_store_instructions += T // 32
             self.traffic.store_wavefronts += phases
 
-    def _shared_read_idx(self, idx, ins):
+    def _shared_read_idx(self, idx, ins, warps):
         """Read explicit byte indices ``idx`` (threads, n) for a warp-collective instruction: the
         bytes may come from rows other lanes addressed (same warp: no race between lanes)."""
         sh = self.shared
         if (idx < 0).any() or (idx >= sh.data.size).any():
             raise SimError(f"PTX line {ins.line}: shared-memory access out of range")
-        warp = self.warp[:, None]
+        warp = np.asarray(warps)[:, None]
         race = (sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp)
         if race.any():
             raise SimError(f"PTX line {ins.line}: race: ldmatrix reads shared memory another warp wrote "
@@ -403,11 +449,11 @@ class Machine:
         sh.read_warp[idx] = warp
         return sh.data[idx]
 
-    def _shared_write_idx(self, idx, data, ins):
+    def _shared_write_idx(self, idx, data, ins, warps):
         sh = self.shared
         if (idx < 0).any() or (idx >= sh.data.size).any():
             raise SimError(f"PTX line {ins.line}: shared-memory access out of range")
-        warp = self.warp[:, None]
+        warp = np.asarray(warps)[:, None]
         race = ((sh.read_epoch[idx] == self.epoch) & (sh.read_warp[idx] != warp)) | \
             ((sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp))
         if race.any():
@@ -426,8 +472,9 @@ class Machine:
         dst, a, b, c, membermask = ins.operands
         d, _, p = dst.partition("|")
         mm = int(semantics._ints(self, ins, membermask, 4, mask)[0])
-        if mm != 0xFFFFFFFF or not mask.all():
+        if mm != 0xFFFFFFFF:
             raise SimError(f"PTX line {ins.line}: a shuffle over a partial warp (membermask {mm:#x})")
+        self.full_warps(ins, mask)
         val = self.read(a, 4)
         bv = semantics._ints(self, ins, b, 4, mask).astype(np.int64) & 31
         cv = semantics._ints(self, ins, c, 4, mask).astype(np.int64)
@@ -459,8 +506,9 @@ class Machine:
         parts = ins.parts
         if parts[0] == "bar" and "warp" in parts:
             return  # bar.warp.sync: lock step already
-        if not mask.all():
-            raise SimError(f"PTX line {ins.line}: a barrier under a predicate")
+        if (self.live & ~mask).any():
+            raise SimError(f"PTX line {ins.line}: a barrier that some live threads do not reach (divergence or "
+                           f"a predicate)")
         if len(ins.operands) > 1:
             count = int(ins.operands[1], 0) if _IMM.match(ins.operands[1]) else None
             if count != self.threads:
