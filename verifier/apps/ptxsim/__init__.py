@@ -15,7 +15,8 @@ conversion kernel with tagged input and compare every observed register with lay
 """
 from .check import ConversionRun, check_conversion, run_conversion
 from .machine import Machine, SimError, Traffic
+from .state import Hazard
 from .parser import Instruction, Program, parse_ptx
 
-__all__ = ["parse_ptx", "Program", "Instruction", "Machine", "SimError", "Traffic", "check_conversion",
+__all__ = ["parse_ptx", "Program", "Instruction", "Machine", "SimError", "Hazard", "Traffic", "check_conversion",
            "run_conversion", "ConversionRun"]

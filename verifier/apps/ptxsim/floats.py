@@ -203,33 +203,158 @@ _ARITY = {"neg": 1, "abs": 1, "sqrt": 1, "rcp": 1, "ex2": 1, "lg2": 1, "rsqrt": 
           "fma": 3}
 
 
+#: PTX opcode (with the modifier that matters) -> the term operation the data algebra builds
+TERM_OPS = {"add": "add", "sub": "sub", "mul": "mul", "fma": "fma", "div": "div", "neg": "neg", "abs": "abs",
+            "min": "minnum", "max": "maxnum", "sqrt": "sqrt", "rcp": "rcp", "ex2": "exp2", "lg2": "log2",
+            "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tanh": "tanh"}
+
+
+def term_op(op: str, mods) -> str:
+    if op in ("min", "max") and "NaN" in mods:
+        return {"min": "minimum", "max": "maximum"}[op]
+    return TERM_OPS[op]
+
+
 def op_float(m, ins, mask, ty: str) -> None:
-    """A float instruction (``add.f32``, ``fma.rn.f16x2``, ``ex2.approx.ftz.f32`` ...): computed
-    when every operand of every active thread is concrete and :func:`evaluate` fixes the result;
-    otherwise handed to the machine's data algebra (``m.data_op``), which refuses by default."""
+    """A float instruction (``add.f32``, ``fma.rn.f16x2``, ``ex2.approx.ftz.f32`` ...), lane by lane
+    for packed types: computed when every operand of every active thread is concrete and
+    :func:`evaluate` fixes the result; otherwise handed to the machine's data algebra
+    (``m.data_apply``), which refuses by default."""
     parts = ins.parts
     op = OPS.get(parts[0])
     if op is None or (parts[0] == "mad" and "rn" not in parts):
         raise SimError(f"PTX line {ins.line}: {ins.opcode}: this float instruction is not modelled "
                        f"({ins.text.strip()})")
     mods = tuple(p for p in parts[1:] if p != ty)
-    w = type_width(ty)
+    scalar, n = lanes(ty)
+    w = type_width(scalar)
     dst, *srcs = ins.operands
     if len(srcs) != _ARITY.get(op, 2):
         raise SimError(f"PTX line {ins.line}: {ins.opcode}: {len(srcs)} operands")
-    data = [m.read(s, w) for s in srcs]
-    if all(concrete(b)[mask].all() for b in data):
-        vals = [to_uint(np.clip(b, 0, 255)) for b in data]
-        r = evaluate(op, ty, mods, vals)
+    data = [m.read(s, w * n) for s in srcs]
+    out = []
+    for h in range(n):
+        ops = [d[:, h * w:(h + 1) * w] for d in data]
+        out.append(_lane(m, ins, mask, op, scalar, mods, ops))
+    m.write(dst, np.concatenate(out, axis=1), mask)
+
+
+def _lane(m, ins, mask, op, scalar, mods, ops) -> np.ndarray:
+    w = type_width(scalar)
+    if all(concrete(b)[mask].all() for b in ops):
+        r = evaluate(op, scalar, mods, [to_uint(np.clip(b, 0, 255)) for b in ops])
         if r is not None:
-            m.write(dst, from_uint(r, w), mask)
-            return
+            return from_uint(r, w)
         if getattr(m, "terms", None) is None:
             raise SimError(f"PTX line {ins.line}: {ins.opcode}: the result on concrete operands is not fixed "
                            f"bit for bit by the ISA (approximate, directed rounding or NaN); not modelled")
-    m.data_op(ins, op, ty, mods, dst, data, mask)
+    return m.data_apply(ins, term_op(op, mods), scalar, ops, [scalar] * len(ops), mask)
 
 
+# -- conversions --------------------------------------------------------------------------------------
+_ROUNDINGS = ("rn", "rz", "rm", "rp", "rna", "rni", "rzi", "rmi", "rpi")
+_FP8 = {"e4m3": 1, "e5m2": 1}
+
+
+def _scalar_width(t: str) -> int:
+    return 1 if t in _FP8 else type_width(t)
+
+
+def _split_type(t: str) -> tuple[str, int]:
+    if t.endswith("x2"):
+        return t[:-2], 2
+    return t, 1
+
+
+def is_float_cvt(parts) -> bool:
+    types = [p for p in parts[1:] if _split_type(p)[0] in FORMATS or _split_type(p)[0] in _FP8 or p == "tf32"]
+    return bool(types)
+
+
+def op_cvt(m, ins, mask) -> None:
+    """``cvt`` with a float on either side: ``cvt.f32.f16``, ``cvt.rn.f16.f32``, ``cvt.rn.f32.s32``,
+    ``cvt.rzi.s32.f32``, ``cvt.rna.tf32.f32``, the packing ``cvt.rn.f16x2.f32 d, a, b`` (``a`` to
+    the upper half) and fp8 ``cvt.rn.satfinite.e4m3x2.f32 d, a, b`` / ``cvt.rn.f16x2.e4m3x2 d, a``."""
+    parts = ins.parts
+    types = [p for p in parts[1:] if p not in _ROUNDINGS and p not in ("ftz", "sat", "satfinite", "relu")]
+    if len(types) != 2:
+        raise SimError(f"PTX line {ins.line}: {ins.opcode}: cannot read the conversion's types")
+    dty, sty = types
+    (dsc, dn), (ssc, sn) = _split_type(dty), _split_type(sty)
+    rnd = next((p for p in parts[1:] if p in _ROUNDINGS), None)
+    mods = tuple(p for p in parts[1:] if p not in types)
+    dst, *srcs = ins.operands
+    dw, sw = _scalar_width(dsc), _scalar_width(ssc)
+    if dn == 2 and sn == 1:        # two sources packed: the first operand goes to the upper half
+        if len(srcs) != 2:
+            raise SimError(f"PTX line {ins.line}: {ins.opcode}: a packing conversion takes two sources")
+        lanes_in = [m.read(srcs[1], sw), m.read(srcs[0], sw)]
+    elif dn == sn:
+        src = m.read(srcs[0], sw * sn)
+        lanes_in = [src[:, i * sw:(i + 1) * sw] for i in range(sn)]
+    else:
+        raise SimError(f"PTX line {ins.line}: {ins.opcode}: this packing is not modelled")
+    name = "cvt" if rnd in (None, "rn") or (rnd in ("rni",) and dsc.startswith(("s", "u"))) else "cvt." + rnd
+    if dsc == "tf32":
+        name = "cvt." + (rnd or "rna")
+    out = []
+    for b in lanes_in:
+        r = None
+        if concrete(b)[mask].all():
+            r = _convert(to_uint(np.clip(b, 0, 255)), ssc, dsc, rnd, mods)
+        if r is not None:
+            out.append(from_uint(r, dw))
+        elif getattr(m, "terms", None) is None:
+            raise SimError(f"PTX line {ins.line}: {ins.opcode}: conversion of data or a result the ISA does "
+                           f"not fix; not modelled")
+        else:
+            out.append(m.data_apply(ins, name, _term_type(dsc), [b], [_term_type(ssc)], mask))
+    m.write(dst, np.concatenate(out, axis=1), mask)
+
+
+def _term_type(t: str) -> str:
+    return {"s8": "i8", "s16": "i16", "s32": "i32", "s64": "i64", "u8": "i8", "u16": "i16", "u32": "i32",
+            "u64": "i64"}.get(t, t)
+
+
+def _convert(bits: np.ndarray, src: str, dst: str, rnd, mods) -> np.ndarray | None:
+    """A conversion of concrete values the ISA fixes (round to nearest even, or exact), else None."""
+    if src in FORMATS:
+        x = decode(bits, src)
+        if "ftz" in mods:
+            x = _flush(x, src)
+        if np.isnan(x).any():
+            return None
+    elif src[0] in "su" and src[1:].isdigit():
+        nb = int(src[1:])
+        v = bits.astype(np.uint64) & U64((1 << nb) - 1 if nb < 64 else (1 << 64) - 1)
+        if src[0] == "s":
+            iv = v.astype(np.int64)
+            if nb < 64:
+                iv = np.where(iv >= 1 << (nb - 1), iv - (1 << nb), iv)
+        else:
+            iv = v.astype(np.int64)
+        if (np.abs(iv) >= 1 << 53).any():
+            return None
+        x = iv.astype(np.float64)
+    else:
+        return None
+    if dst in FORMATS:
+        if rnd not in (None, "rn"):
+            return None
+        r = round_f64(x, dst)
+        if "ftz" in mods:
+            r = _flush(r, dst)
+        if "sat" in mods:
+            r = np.clip(r, 0.0, 1.0)
+        return encode(r, dst)
+    if dst[0] in "su" and dst[1:].isdigit() and rnd in ("rzi", "rni", "rmi", "rpi"):
+        f = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}[rnd]
+        nb = int(dst[1:])
+        lo, hi = (-(1 << (nb - 1)), (1 << (nb - 1)) - 1) if dst[0] == "s" else (0, (1 << nb) - 1)
+        iv = np.clip(f(x), lo, hi).astype(np.int64)
+        return iv.astype(np.uint64) & U64((1 << nb) - 1 if nb < 64 else (1 << 64) - 1)
+    return None
 
 
 #: setp comparison -> (numpy comparison, result when an operand is NaN)
@@ -270,4 +395,4 @@ def op_setp_float(m, ins, mask, ty: str) -> None:
             va, vb = (encode(_flush(decode(v, ty), ty), ty) for v in (va, vb))
         m.write(dst, compare(cmp, ty, va, vb).astype(np.int64)[:, None], mask)
         return
-    m.data_op(ins, "cmp." + cmp, ty, tuple(p for p in parts[2:] if p != ty), dst, data, mask)
+    m.write(dst, m.data_apply(ins, f"cmp.{cmp}.{ty}", "i1", data, [ty, ty], mask), mask)

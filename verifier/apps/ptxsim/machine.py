@@ -3,7 +3,8 @@
 Lock step makes ``shfl.sync`` and the collective ``ldmatrix``/``stmatrix`` exact. Barriers are
 checked rather than assumed: every shared-memory byte remembers the barrier epoch and the warp of
 its last write and read, and a read (write) of a byte that another warp wrote (read or wrote) in
-the same epoch is a race, reported as an error. Branches must be uniform over the active threads.
+the same epoch is a race, reported as a :class:`~.state.Hazard`. Threads run in groups by program
+counter (SIMT), so branches may diverge; they reconverge where their paths meet.
 
 :class:`Traffic` counts what the conversion moves: shared-memory bytes and instructions per
 direction, bank-conflict wavefronts (32 banks of 4 bytes; an access of ``w`` bytes per thread is
@@ -14,6 +15,7 @@ register instructions that move data bytes.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -22,7 +24,7 @@ from layoutverify.core.errors import LayoutError
 
 from . import semantics
 from .parser import Program
-from .state import PARAM_BASE, SimError, UNDEF, Global, Registers, Shared, concrete, from_uint, to_uint, type_width
+from .state import PARAM_BASE, Hazard, SimError, UNDEF, Global, Registers, Shared, concrete, from_uint, to_uint, type_width
 
 
 @dataclass
@@ -44,6 +46,7 @@ class Traffic:
 
 _SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid|laneid|warpid|nwarpid|cluster_ctarank|cluster_nctarank|"
                       r"clusterid|nclusterid|cluster_ctaid|cluster_nctaid)(?:\.([xyz]))?$")
+SHARED_WINDOW = 1 << 32     # generic addresses below this are shared memory (the kernel's own)
 _IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)U?$")
 _FIMM = re.compile(r"^0[fFdD][0-9a-fA-F]+$")
 
@@ -74,6 +77,7 @@ class Machine:
         self.param_values: dict[str, np.ndarray] = {}   # parameter -> its bytes (default: a pointer)
         self.live = np.ones(self.threads, dtype=bool)   # threads that have not exited
         self.steps = 0
+        self.deadline: float | None = None      # time.perf_counter() value; past it the run stops
         self._dispatch = {name: (lambda h: (lambda ins, mask: h(self, ins, mask)))(h)
                           for name, h in semantics.HANDLERS.items()}
         self._dispatch.update({"ld": self._ld, "st": self._st, "ldmatrix": self._ldmatrix,
@@ -166,9 +170,10 @@ class Machine:
         v = np.clip(b[:, 0], 0, 255) != 0
         return ~v if neg else v
 
-    def data_op(self, ins, op, ty, mods, dst, operands, mask) -> None:
-        """Computation on data bytes (``op`` of :mod:`.floats` on ``operands``): the conversion
-        interpreter only moves data, so any computation with it stops the run."""
+    def data_apply(self, ins, op, ty, operands, types, mask) -> np.ndarray:
+        """The bytes of ``op`` of type ``ty`` on ``operands`` (byte arrays of types ``types``) where
+        data are involved: the conversion interpreter only moves data, so any computation with it
+        stops the run (the kernel validator's machine builds terms instead)."""
         raise SimError(f"PTX line {ins.line}: {ins.opcode}: arithmetic on data bytes ({ins.text.strip()})")
 
     def observe(self, value: np.ndarray, mask) -> None:
@@ -203,9 +208,12 @@ class Machine:
                 self.live &= ~mask
                 continue
             ins = prog.instructions[pc]
+            self.pc = pc
             self.steps += 1
             if self.steps > max_steps:
                 raise SimError("the kernel ran too long (a loop that does not end?)")
+            if self.deadline is not None and not self.steps & 1023 and time.perf_counter() > self.deadline:
+                raise TimeoutError(f"out of time after {self.steps} instructions")
             active = mask
             if ins.guard is not None:
                 p = self.pred(ins.guard, ins, mask)
@@ -287,6 +295,8 @@ class Machine:
                 self.write(d, data[:, i * w:(i + 1) * w].copy(), mask)
             return
         addr = self.address(addr_op, mask)
+        if space == "generic":
+            space = self._generic_space(addr, mask, ins)
         if space == "global":
             data = np.full((self.threads, n * w), UNDEF, dtype=np.int64)
             data[mask] = self.glob.load(addr[mask], n * w)
@@ -311,8 +321,10 @@ class Machine:
             raise SimError(f"PTX line {ins.line}: {n}-vector store of {len(srcs)} registers")
         data = np.concatenate([self.read(s, w) for s in srcs], axis=1)
         addr = self.address(addr_op, mask)
+        if space == "generic":
+            space = self._generic_space(addr, mask, ins)
         if space == "global":
-            self.glob.store(addr[mask], data[mask], self.tid[mask])
+            self._store_global(ins, addr, data, mask)
         elif space == "shared":
             self._shared_write(addr, data, mask, ins)
             self.traffic.shared_store_instructions += len(np.unique(self.warp[mask]))
@@ -320,6 +332,18 @@ class Machine:
             self.traffic.store_wavefronts += self._wavefronts(addr, n * w, mask)
         else:
             raise SimError(f"PTX line {ins.line}: stores to {space} memory are not modelled")
+
+    def _store_global(self, ins, addr, data, mask) -> None:
+        self.glob.store(addr[mask], data[mask], self.tid[mask])
+
+    def _generic_space(self, addr, mask, ins) -> str:
+        """A generic address names shared memory below :data:`SHARED_WINDOW`, global memory above."""
+        low = addr[mask] < np.uint64(SHARED_WINDOW)
+        if low.all():
+            return "shared"
+        if not low.any():
+            return "global"
+        raise SimError(f"PTX line {ins.line}: a generic access that mixes shared and global addresses")
 
     def _shared_index(self, addr, nbytes, mask, ins):
         a = addr.astype(np.int64)
@@ -336,7 +360,7 @@ class Machine:
         race = (sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp)
         if race.any():
             i = np.argwhere(race)[0]
-            raise SimError(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} reads shared byte "
+            raise Hazard(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} reads shared byte "
                            f"{int(idx[i[0], i[1]])} that warp {int(sh.write_warp[idx[i[0], i[1]]])} wrote "
                            f"with no barrier in between")
         sh.read_epoch[idx] = self.epoch
@@ -354,7 +378,7 @@ class Machine:
             ((sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp))
         if race.any():
             i = np.argwhere(race)[0]
-            raise SimError(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} writes shared byte "
+            raise Hazard(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} writes shared byte "
                            f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between")
         sh.data[idx] = data[mask]
         sh.write_epoch[idx] = self.epoch
@@ -443,7 +467,7 @@ class Machine:
         warp = np.asarray(warps)[:, None]
         race = (sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp)
         if race.any():
-            raise SimError(f"PTX line {ins.line}: race: ldmatrix reads shared memory another warp wrote "
+            raise Hazard(f"PTX line {ins.line}: race: ldmatrix reads shared memory another warp wrote "
                            f"with no barrier in between")
         sh.read_epoch[idx] = self.epoch
         sh.read_warp[idx] = warp
@@ -457,7 +481,7 @@ class Machine:
         race = ((sh.read_epoch[idx] == self.epoch) & (sh.read_warp[idx] != warp)) | \
             ((sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp))
         if race.any():
-            raise SimError(f"PTX line {ins.line}: race: stmatrix writes shared memory another warp used "
+            raise Hazard(f"PTX line {ins.line}: race: stmatrix writes shared memory another warp used "
                            f"with no barrier in between")
         sh.data[idx] = data
         sh.write_epoch[idx] = self.epoch

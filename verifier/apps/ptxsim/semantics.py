@@ -261,8 +261,16 @@ def op_mov(m, ins, mask):
 
 def op_selp(m, ins, mask):
     dst, a, b, p = ins.operands
-    w = type_width(_ty(ins))
+    ty = _ty(ins)
+    w = type_width(ty)
     pa, pb = m.read(a, w), m.read(b, w)
+    pbytes = m.read(p.lstrip("!"), 1)
+    if (pbytes[mask] >= 256).any() and getattr(m, "terms", None) is not None:
+        if p.startswith("!"):
+            raise _err(ins, "a negated predicate computed from data")
+        m.write(dst, m.data_apply(ins, "select", ty if floats.is_float(ty) else "b%d" % (8 * w), [pbytes, pa, pb],
+                                  ["i1", ty, ty], mask), mask)
+        return
     pred = m.pred(p, ins, mask)
     m.write(dst, np.where(pred[:, None], pa, pb), mask)
     m.traffic.data_moves += 1
@@ -296,6 +304,9 @@ def op_setp(m, ins, mask):
 
 def op_cvt(m, ins, mask):
     parts = ins.parts
+    if floats.is_float_cvt(parts):
+        floats.op_cvt(m, ins, mask)
+        return
     types = [p for p in parts[1:] if p[:1] in "usbf" and p[1:].isdigit() or p in ("f16", "bf16")]
     if len(types) != 2 or any(t.startswith("f") or t.startswith("b") and t != "b" for t in types if t[0] in "fb"):
         raise _err(ins, "only integer width conversions are modelled")

@@ -20,6 +20,12 @@ class SimError(LayoutError):
     """The PTX does something the interpreter does not model, or does wrong (a race, a divergent
     branch, arithmetic on data). The message names the PTX line and instruction."""
 
+class Hazard(SimError):
+    """The PTX is wrong by the memory model whatever the data: a race between warps (no barrier
+    between a write and another warp's access), a read of shared memory an asynchronous copy has
+    not yet landed in, a wait that never ends."""
+
+
 UNDEF = -1
 TAG0 = 256
 PARAM_BASE = 1 << 40

@@ -1,0 +1,339 @@
+"""Validate one compiled kernel: its PTX against its TTIR, element by element, for one CTA per
+program id.
+
+For each program id of the launch, the TTIR (:mod:`.reference`) and the PTX
+(:mod:`.machine`) run over the same symbolic inputs (:mod:`.memory`, :mod:`.terms`); afterwards
+every byte either wrote to global memory is compared:
+
+* an element both wrote must hold the same term (interned ids equal, or equal under
+  :class:`~.match.Matcher`'s identities);
+* an element only one of them wrote is wrong (a missing store, or a store the reference does not
+  make: a dropped mask);
+* terms that differ are *wrong* only when a concrete witness (:func:`~.match.witness`) tells them
+  apart; otherwise the kernel is *unsupported* (an identity we do not know).
+
+Verdicts: ``valid``, ``wrong`` (with the first wrong element), ``unsupported`` (the op, instruction
+or identity outside the subset), ``unknown`` (out of time). A data race or an access to shared
+memory before its asynchronous copy landed is ``wrong`` too (:class:`~layoutverify.apps.ptxsim.Hazard`):
+it is wrong whatever the data.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from layoutverify.apps.ptxsim import Hazard, SimError, parse_ptx
+from layoutverify.apps.ptxsim.state import TAG0, UNDEF, from_uint
+from layoutverify.core.errors import LayoutError, ParseError
+
+from . import terms as T
+from .machine import SymbolicMachine, term_codes, who_decode
+from .match import Matcher, explain_dots, render, witness
+from .memory import Memory, MemoryError_
+from .reference import RefError, Reference, Unsupported, Val
+from .ttir import Function, TType, parse_ttir
+
+#: the largest tile a CTA may compute (elements of the largest tt.dot result), and its products
+MAX_DOT_PRODUCTS = 128 * 128 * 64 * 4
+DEFAULT_TIME_LIMIT = 300.0
+
+
+class BadLaunch(LayoutError):
+    """The launch does not fit the kernel (a missing or ill-typed argument, a value that breaks the
+    compiled specialisation)."""
+
+
+@dataclass
+class Launch:
+    """How the kernel is run: integer scalar arguments by source name, the grid and the program
+    ids validated; ``views`` gives buffers a logical shape for messages (``{"a_ptr": [M, K]}``)."""
+    args: dict = field(default_factory=dict)
+    grid: tuple = (1, 1, 1)
+    pids: list = field(default_factory=lambda: [(0, 0, 0)])
+    views: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Launch":
+        grid = tuple(int(x) for x in (list(d.get("grid", [1])) + [1, 1])[:3])
+        pids = [tuple(int(x) for x in (list(p) + [0, 0])[:3]) for p in d.get("pids", [[0]])]
+        return cls(args=dict(d.get("args", {})), grid=grid, pids=pids, views=dict(d.get("views", {})))
+
+
+@dataclass
+class KernelOutcome:
+    name: str
+    verdict: str                       # valid | wrong | unsupported | unknown
+    reason: str = ""
+    first_wrong: dict | None = None
+    pids: list = field(default_factory=list)
+    elements: int = 0                  # stored elements compared (all program ids)
+    instructions: int = 0              # PTX instructions executed (all program ids)
+    seconds: float = 0.0
+    arch: str | None = None
+    triton: str | None = None
+    path: str | None = None
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "verdict": self.verdict, "reason": self.reason, "first_wrong": self.first_wrong,
+                "pids": [list(p) for p in self.pids], "elements": self.elements, "instructions": self.instructions,
+                "seconds": round(self.seconds, 3), "arch": self.arch, "triton": self.triton, "path": self.path}
+
+
+class _Wrong(Exception):
+    def __init__(self, info: dict):
+        super().__init__(info.get("what", "wrong"))
+        self.info = info
+
+
+class _Undecided(Exception):
+    """Terms differ structurally but agree on every witness: an identity we do not know."""
+
+
+# -- setting up one run -------------------------------------------------------------------------------
+def _int_arg(launch: Launch, name: str, ty: TType, attrs: dict) -> int:
+    if name not in launch.args:
+        raise BadLaunch(f"the launch gives no value for the integer argument {name!r} "
+                        f"(give it, e.g. --arg {name}=64)")
+    v = launch.args[name]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise BadLaunch(f"argument {name!r} must be an integer, got {v!r}")
+    div = attrs.get("tt.divisibility")
+    if div and v % div:
+        raise BadLaunch(f"argument {name!r} = {v} breaks the compiled specialisation (divisible by {div})")
+    bits = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}[ty.elem]
+    if not -(1 << (bits - 1)) <= v < (1 << bits) and ty.elem != "i1":
+        raise BadLaunch(f"argument {name!r} = {v} does not fit {ty.elem}")
+    return v
+
+
+@dataclass
+class _Setup:
+    terms: T.Terms
+    mem_ref: Memory
+    mem_ptx: Memory
+    ref_args: list
+    params: dict                      # PTX parameter name -> bytes
+    outputs: list                     # region indices (every region is compared)
+
+
+def _setup(fn: Function, prog, meta: dict, launch: Launch) -> _Setup:
+    terms = T.Terms()
+    mref, mptx = Memory(terms), Memory(terms)
+    ref_args, params = [], {}
+    ptx_params = prog.params
+    if len(ptx_params) < len(fn.args):
+        raise Unsupported(f"unsupported: the PTX has {len(ptx_params)} parameters, the TTIR {len(fn.args)}")
+    for i, (name, ty, attrs) in enumerate(zip(fn.arg_names, fn.arg_types, fn.arg_attrs)):
+        pname = ptx_params[i]
+        if ty.is_ptr and not ty.shape:
+            elem = ty.pointee
+            if elem not in T.TYPE_BYTES:
+                raise Unsupported(f"unsupported: a pointer to {elem} ({name})")
+            view = launch.views.get(name)
+            tr = terms.region(name, elem, view)
+            base = mref.add_symbolic(name, elem, view, term_region=tr)
+            if mptx.add_symbolic(name, elem, view, term_region=tr) != base:
+                raise AssertionError("the two memories must place buffers alike")
+            ref_args.append(Val("ptr", ty, np.array(base, dtype=np.int64)))
+            params[pname] = from_uint(np.array([base], dtype=np.uint64), 8)[0]
+        elif ty.elem in ("i1", "i8", "i16", "i32", "i64") and not ty.shape:
+            v = _int_arg(launch, name, ty, attrs)
+            ref_args.append(Val("int", ty, np.array(v, dtype=np.int64)))
+            w = max(1, {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}[ty.elem])
+            params[pname] = from_uint(np.array([v & ((1 << (8 * w)) - 1)], dtype=np.uint64), w)[0]
+        elif ty.elem in ("f16", "bf16", "f32", "f64") and not ty.shape:
+            tr = terms.region(name, ty.elem)
+            leaf = terms.leaf(tr, 0)
+            ref_args.append(Val("data", ty, np.array(leaf, dtype=np.int64)))
+            params[pname] = term_codes(np.array([leaf]), T.TYPE_BYTES[ty.elem])[0]
+        else:
+            raise Unsupported(f"unsupported: a kernel argument of type {ty} ({name})")
+    # Triton's hidden parameters: global scratch and profile scratch pointers
+    programs = int(np.prod(launch.grid))
+    sizes = [int(meta.get("global_scratch_size") or 0) * programs,
+             int(meta.get("profile_scratch_size") or 0) * programs]
+    for j, pname in enumerate(ptx_params[len(fn.args):]):
+        size = sizes[j] if j < len(sizes) else 0
+        base = mref.add_scratch(f"scratch{j}", size)
+        if mptx.add_scratch(f"scratch{j}", size) != base:
+            raise AssertionError("the two memories must place buffers alike")
+        params[pname] = from_uint(np.array([base], dtype=np.uint64), 8)[0]
+    return _Setup(terms, mref, mptx, ref_args, params, list(range(len(mref.regions))))
+
+
+# -- comparing ---------------------------------------------------------------------------------------
+def _element_terms(terms: T.Terms, codes: np.ndarray, elem: str) -> np.ndarray:
+    """Byte codes (n, w) -> term ids (-1: bytes of several values, -2: undefined bytes)."""
+    n, w = codes.shape
+    t0 = (codes[:, 0] - TAG0) // 8
+    exact = (codes >= TAG0).all(axis=1) & ((codes - TAG0) == 8 * t0[:, None] + np.arange(w)[None, :]).all(axis=1)
+    conc = ((codes >= 0) & (codes < 256)).all(axis=1)
+    out = np.full(n, -1, dtype=np.int64)
+    out[exact] = t0[exact]
+    if conc.any():
+        bits = sum(codes[conc][:, k].astype(np.int64) << (8 * k) for k in range(w))
+        out[conc] = [terms.const(elem, int(b)) for b in bits]
+    out[(codes == UNDEF).all(axis=1)] = -2
+    return out
+
+
+def _describe_writer(prog, who: int, nbytes_hint: int | None = None) -> dict:
+    if who < 0:
+        return {}
+    pc, thread, byte = who_decode(who)
+    ins = prog.instructions[pc]
+    src = ins.operands[1] if len(ins.operands) > 1 else None
+    regs = list(src) if isinstance(src, tuple) else [src]
+    from layoutverify.apps.ptxsim.semantics import _ty
+    from layoutverify.apps.ptxsim.state import type_width
+    try:
+        w = type_width(_ty(ins))
+        reg = regs[min(byte // w, len(regs) - 1)]
+    except Exception:
+        reg = None
+    out = {"ptx_line": ins.line, "instruction": ins.text.strip()[:160], "thread": thread, "lane": thread % 32,
+           "warp": thread // 32, "register": reg}
+    if ins.loc and ins.loc[0] in prog.files:
+        out["source"] = f"{prog.files[ins.loc[0]].rsplit('/', 1)[-1]}:{ins.loc[1]}"
+    return out
+
+
+def _logical(fn: Function, ref: Reference, region: int, off: int, base: int) -> dict:
+    """Where a global byte sits in the reference's view: the store op and the element's index in
+    the stored tensor."""
+    addr = base + off
+    for site in ref.store_sites:
+        hits = np.nonzero(site["addr"] == addr - (addr - base) % T.TYPE_BYTES[site["elem"]])[0]
+        if hits.size:
+            i = int(hits[-1])
+            shape = tuple(site["shape"])
+            idx = [int(x) for x in np.unravel_index(i, shape)] if shape else []
+            src = fn.source_line(site["op"].loc)
+            out = {"tensor_index": idx, "ttir_line": site["op"].line, "masked": not bool(site["mask"][i])}
+            if src:
+                out["source"] = f"{src[0].rsplit('/', 1)[-1]}:{src[1]}"
+            return out
+    return {}
+
+
+def _compare(fn, prog, st: _Setup, ref: Reference) -> int:
+    """Compare every written byte; returns the number of elements compared, raises _Wrong /
+    _Undecided."""
+    terms, matcher = st.terms, Matcher(st.terms)
+    evaluators: dict = {}
+    wrongs = []
+    undecided = None
+    compared = 0
+    for r in st.outputs:
+        reg_ref, reg_ptx = st.mem_ref.regions[r], st.mem_ptx.regions[r]
+        eo, ec, _ = st.mem_ref.written_bytes(r)
+        ao, ac, aw = st.mem_ptx.written_bytes(r)
+        if not eo.size and not ao.size:
+            continue
+        es = reg_ref.elem_bytes if reg_ref.kind == "symbolic" else 1
+        elem = terms.regions[reg_ref.term_region].dtype if reg_ref.kind == "symbolic" else "i8"
+        elements = np.union1d(eo // es, ao // es)
+        base = st.mem_ref.base(r)
+        idx = elements[:, None] * es + np.arange(es)[None, :]
+        e_codes = st.mem_ref.load((base + idx.reshape(-1)).astype(np.uint64), 1).reshape(idx.shape)
+        a_codes = st.mem_ptx.load((base + idx.reshape(-1)).astype(np.uint64), 1).reshape(idx.shape)
+        e_written = np.isin(idx, eo).any(axis=1)
+        a_written = np.isin(idx, ao).any(axis=1)
+        who_of = dict(zip(ao.tolist(), aw.tolist()))
+        e_t = _element_terms(terms, e_codes, elem)
+        a_t = _element_terms(terms, a_codes, elem)
+        compared += int(e_written.sum())
+        differs = np.nonzero((e_t != a_t) | (e_written != a_written) | (e_t < 0))[0]
+        for k in differs.tolist():
+            off = int(elements[k]) * es
+            who = who_of.get(off, who_of.get(off + es - 1, -1))
+            info = {"buffer": reg_ref.name, "element": int(elements[k]), "byte_offset": off}
+            if not a_written[k]:
+                info["what"] = "missing store: the reference stores this element, the PTX does not"
+                info["expected"] = render(terms, int(e_t[k])) if e_t[k] >= 0 else "?"
+            elif not e_written[k]:
+                info["what"] = "extra store: the PTX stores an element the reference does not (a dropped mask?)"
+                info["actual"] = render(terms, int(a_t[k])) if a_t[k] >= 0 else "bytes of several values"
+            elif a_t[k] == -1:
+                info["what"] = "the PTX stores bytes of several values (or of a value of another width)"
+            elif e_t[k] < 0:
+                raise Unsupported("unsupported: the reference stores bytes it cannot read as one value")
+            elif matcher.same(int(e_t[k]), int(a_t[k])):
+                continue
+            else:
+                w = witness(terms, int(e_t[k]), int(a_t[k]), evaluators=evaluators)
+                if w is None:
+                    if undecided is None:
+                        undecided = (info, int(e_t[k]), int(a_t[k]))
+                    continue
+                info["what"] = "wrong value"
+                info["expected"] = render(terms, int(e_t[k]))
+                info["actual"] = render(terms, int(a_t[k]))
+                info["witness"] = w
+                ex = explain_dots(terms, int(e_t[k]), int(a_t[k]))
+                if ex:
+                    info["dot"] = ex
+            info["writer"] = _describe_writer(prog, who)
+            info.update(_logical(fn, ref, r, off, base))
+            wrongs.append((who if who >= 0 else 1 << 62, off, info))
+    if wrongs:
+        wrongs.sort(key=lambda x: (x[0] >> 16, x[0] & 0xFFFF, x[1]))
+        info = wrongs[0][2]
+        info["n_wrong"] = len(wrongs)
+        raise _Wrong(info)
+    if undecided is not None:
+        info, e, a = undecided
+        raise _Undecided(f"unsupported: {info['buffer']}[{info['element']}] holds a term that differs in "
+                         f"form from the reference's and agrees with it on every witness (an identity not in "
+                         f"the list): expected {render(terms, e, 160)}, got {render(terms, a, 160)}")
+    return compared
+
+
+# -- the entry points ---------------------------------------------------------------------------------
+def validate_kernel(ttir: str, ptx: str, meta: dict | None, launch: Launch, *, name: str | None = None,
+                    time_limit: float = DEFAULT_TIME_LIMIT) -> KernelOutcome:
+    """Validate the PTX ``ptx`` against the TTIR ``ttir`` (Triton's metadata ``meta``) for every
+    program id of ``launch``. Bad input (unreadable TTIR or PTX, a launch that does not fit the
+    kernel) raises :class:`~layoutverify.core.errors.LayoutError`; everything else is an outcome."""
+    meta = meta or {}
+    t0 = time.perf_counter()
+    fn = parse_ttir(ttir)
+    prog = parse_ptx(ptx)
+    out = KernelOutcome(name=name or fn.name, verdict="valid", arch=str(meta.get("arch") or prog.target or ""),
+                        triton=meta.get("triton_version"))
+    threads = int(meta.get("num_warps") or 0) * int(meta.get("warp_size") or 32) or prog.threads
+    if not threads:
+        raise BadLaunch("cannot tell the kernel's thread count (no num_warps in the metadata, no .reqntid)")
+    deadline = t0 + time_limit
+    try:
+        for pid in launch.pids:
+            if any(p >= g for p, g in zip(pid, launch.grid)):
+                raise BadLaunch(f"program id {list(pid)} is outside the grid {list(launch.grid)}")
+            st = _setup(fn, prog, meta, launch)
+            ref = Reference(fn, st.terms, st.mem_ref, st.ref_args, pid, launch.grid)
+            ref.run()
+            m = SymbolicMachine(prog, threads=threads, memory=st.mem_ptx, terms=st.terms, pid=pid, grid=launch.grid)
+            m.param_values.update(st.params)
+            m.deadline = deadline
+            m.run()
+            out.instructions += m.traffic.instructions
+            out.elements += _compare(fn, prog, st, ref)
+            out.pids.append(pid)
+    except _Wrong as w:
+        out.verdict, out.first_wrong = "wrong", w.info
+        out.reason = w.info.get("what", "")
+        out.pids.append(pid)
+    except Hazard as e:
+        out.verdict, out.reason = "wrong", str(e)
+        out.first_wrong = {"what": "hazard", "message": str(e)}
+        out.pids.append(pid)
+    except (Unsupported, _Undecided) as e:
+        out.verdict, out.reason = "unsupported", str(e)
+    except TimeoutError as e:
+        out.verdict, out.reason = "unknown", str(e)
+    except (SimError, MemoryError_, RefError) as e:
+        out.verdict, out.reason = "unsupported", f"unsupported: {e}"
+    out.seconds = time.perf_counter() - t0
+    return out
