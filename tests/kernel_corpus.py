@@ -244,7 +244,7 @@ KERNELS = {
 #: name -> launch: integer scalar arguments by name, the grid (x, y, z) and the program ids to run
 LAUNCH = {
     "layer_norm": {"args": {"stride": 320, "N": 300}, "grid": [4, 1, 1], "pids": [[0, 0, 0], [2, 0, 0]]},
-    "matmul": {"args": {"M": 96, "N": 128, "K": 80, "stride_am": 80, "stride_bk": 128, "stride_cm": 128},
+    "matmul": {"args": {"M": 96, "N": 128, "K": 144, "stride_am": 144, "stride_bk": 128, "stride_cm": 128},
                "grid": [4, 1, 1], "pids": [[0, 0, 0], [3, 0, 0]]},
     "matmul_128": {"args": {"M": 128, "N": 128, "K": 64, "stride_am": 64, "stride_bk": 128, "stride_cm": 128},
                    "grid": [1, 1, 1], "pids": [[0, 0, 0]]},

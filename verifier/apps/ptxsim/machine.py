@@ -22,7 +22,7 @@ import numpy as np
 
 from layoutverify.core.errors import LayoutError
 
-from . import semantics
+from . import asynccopy, matrix, semantics
 from .parser import Program
 from .state import PARAM_BASE, Hazard, SimError, UNDEF, Global, Registers, Shared, concrete, from_uint, to_uint, type_width
 
@@ -82,7 +82,10 @@ class Machine:
                           for name, h in semantics.HANDLERS.items()}
         self._dispatch.update({"ld": self._ld, "st": self._st, "ldmatrix": self._ldmatrix,
                                "stmatrix": self._stmatrix, "shfl": self._shfl, "bar": self._bar,
-                               "barrier": self._bar, "membar": self._nop, "fence": self._nop})
+                               "barrier": self._bar, "membar": self._nop, "fence": self._nop,
+                               "cp": lambda ins, mask: asynccopy.op_cp_async(self, ins, mask),
+                               "mma": lambda ins, mask: matrix.op_mma(self, ins, mask),
+                               "cvta": lambda ins, mask: semantics.op_cvta(self, ins, mask)})
 
     # -- operands ----------------------------------------------------------------------------
     def read(self, op, width: int | None) -> np.ndarray:
@@ -175,6 +178,12 @@ class Machine:
         data are involved: the conversion interpreter only moves data, so any computation with it
         stops the run (the kernel validator's machine builds terms instead)."""
         raise SimError(f"PTX line {ins.line}: {ins.opcode}: arithmetic on data bytes ({ins.text.strip()})")
+
+    def term_ids(self, b, ty, mask, ins):
+        raise SimError(f"PTX line {ins.line}: {ins.opcode}: arithmetic on data bytes ({ins.text.strip()})")
+
+    def dot(self, acc_ty, c_ids, a_ids, b_ids, use_c=True):
+        raise SimError("matrix products of data are not modelled without a data algebra")
 
     def observe(self, value: np.ndarray, mask) -> None:
         if not mask.all():
@@ -356,6 +365,7 @@ class Machine:
     def _shared_read(self, addr, nbytes, mask, ins, warps=None):
         idx = self._shared_index(addr, nbytes, mask, ins)[mask]
         sh = self.shared
+        asynccopy.check_pending(self, idx, ins)
         warp = (self.warp[mask] if warps is None else warps[mask])[:, None]
         race = (sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp)
         if race.any():
@@ -373,6 +383,7 @@ class Machine:
         nbytes = data.shape[1]
         idx = self._shared_index(addr, nbytes, mask, ins)[mask]
         sh = self.shared
+        asynccopy.check_pending(self, idx, ins, "writes")
         warp = self.warp[mask][:, None]
         race = ((sh.read_epoch[idx] == self.epoch) & (sh.read_warp[idx] != warp)) | \
             ((sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp))
@@ -464,6 +475,7 @@ class Machine:
         sh = self.shared
         if (idx < 0).any() or (idx >= sh.data.size).any():
             raise SimError(f"PTX line {ins.line}: shared-memory access out of range")
+        asynccopy.check_pending(self, idx, ins)
         warp = np.asarray(warps)[:, None]
         race = (sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp)
         if race.any():
@@ -477,6 +489,7 @@ class Machine:
         sh = self.shared
         if (idx < 0).any() or (idx >= sh.data.size).any():
             raise SimError(f"PTX line {ins.line}: shared-memory access out of range")
+        asynccopy.check_pending(self, idx, ins, "writes")
         warp = np.asarray(warps)[:, None]
         race = ((sh.read_epoch[idx] == self.epoch) & (sh.read_warp[idx] != warp)) | \
             ((sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp))

@@ -349,6 +349,14 @@ def op_prmt(m, ins, mask):
     m.traffic.data_moves += 1
 
 
+def op_cvta(m, ins, mask):
+    """``cvta[.to].space.size d, a``: generic and space addresses coincide in this model (shared
+    memory below the generic window's top, global above), so the address is copied."""
+    dst, src = ins.operands
+    w = type_width(_ty(ins))
+    m.write(dst, m.read(src, w), mask)
+
+
 HANDLERS = {
     "add": op_arith, "sub": op_arith, "mul": op_arith, "mad": op_arith, "and": op_arith, "or": op_arith,
     "xor": op_arith, "not": op_arith, "neg": op_arith, "shl": op_arith, "shr": op_arith, "min": op_arith,

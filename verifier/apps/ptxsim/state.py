@@ -133,6 +133,8 @@ class Shared:
         self.write_warp = np.full(size, -1, dtype=np.int64)
         self.read_epoch = np.full(size, -1, dtype=np.int64)
         self.read_warp = np.full(size, -1, dtype=np.int64)
+        self.pending = np.zeros(size, dtype=np.int32)        # asynchronous copies in flight into the byte
+        self.pending_line = np.zeros(size, dtype=np.int32)   # the PTX line that issued the last of them
 
 
 class Global:
