@@ -100,6 +100,9 @@ class SymbolicMachine(Machine):
                 out[rows[k]] = from_uint(np.array([v], dtype=np.uint64), width)[0]
         return out
 
+    def negate(self, ids: np.ndarray, ty: str) -> np.ndarray:
+        return self.terms.apply_many("neg", ty, ids)
+
     def dot(self, acc_ty: str, c_ids: np.ndarray, a_ids: np.ndarray, b_ids: np.ndarray, use_c=True) -> np.ndarray:
         """Accumulate ``sum_k a[i, k] * b[i, k]`` into ``c[i]`` (term ids); returns the new ids."""
         return self.terms.dots_accumulate(acc_ty, c_ids, a_ids, b_ids, use_c)

@@ -104,6 +104,8 @@ def _copy(m, ins, mask) -> None:
         i = np.argwhere(race)[0]
         raise Hazard(f"PTX line {ins.line}: race: cp.async (warp {int(warp[i[0], 0])}) overwrites shared byte "
                      f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between")
+    if sh.async_read[idx].any():
+        raise Hazard(f"PTX line {ins.line}: cp.async overwrites shared memory that a wgmma in flight still reads")
     sh.pending[idx] += 1
     sh.pending_line[idx] = ins.line
     _state(m).batches.append(_Batch(ins.line, mask.copy(), dst, data, np.full(m.threads, -1, dtype=np.int64)))
@@ -143,6 +145,7 @@ def _land(m, b: _Batch, rows: np.ndarray) -> None:
     sh = m.shared
     sh.pending[idx] -= 1
     sh.data[idx] = b.data[rows]
+    sh.generic_dirty[idx] = True
     sh.write_epoch[idx] = m.epoch
     sh.write_warp[idx] = m.warp[rows][:, None]
 

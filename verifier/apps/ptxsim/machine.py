@@ -22,7 +22,7 @@ import numpy as np
 
 from layoutverify.core.errors import LayoutError
 
-from . import asynccopy, matrix, semantics
+from . import asynccopy, matrix, semantics, wgmma
 from .parser import Program
 from .state import PARAM_BASE, Hazard, SimError, UNDEF, Global, Registers, Shared, concrete, from_uint, to_uint, type_width
 
@@ -78,13 +78,16 @@ class Machine:
         self.live = np.ones(self.threads, dtype=bool)   # threads that have not exited
         self.steps = 0
         self.deadline: float | None = None      # time.perf_counter() value; past it the run stops
+        self.reg_pending: dict[str, np.ndarray] = {}   # registers an async operation (wgmma) still writes
+        self.in_async_op = False
         self._dispatch = {name: (lambda h: (lambda ins, mask: h(self, ins, mask)))(h)
                           for name, h in semantics.HANDLERS.items()}
         self._dispatch.update({"ld": self._ld, "st": self._st, "ldmatrix": self._ldmatrix,
                                "stmatrix": self._stmatrix, "shfl": self._shfl, "bar": self._bar,
-                               "barrier": self._bar, "membar": self._nop, "fence": self._nop,
+                               "barrier": self._bar, "membar": self._nop, "fence": self._fence,
                                "cp": lambda ins, mask: asynccopy.op_cp_async(self, ins, mask),
                                "mma": lambda ins, mask: matrix.op_mma(self, ins, mask),
+                               "wgmma": self._wgmma,
                                "cvta": lambda ins, mask: semantics.op_cvta(self, ins, mask)})
 
     # -- operands ----------------------------------------------------------------------------
@@ -93,6 +96,9 @@ class Machine:
         if isinstance(op, tuple):
             raise SimError(f"a vector operand {op} where a scalar is expected")
         if op.startswith("%") or op in self.regs.declared:
+            if self.reg_pending and op in self.reg_pending and not self.in_async_op:
+                raise Hazard(f"PTX line {self.program.instructions[self.pc].line}: reads {op} while a wgmma that "
+                             f"writes it is in flight (no wgmma.wait_group retires it)")
             m = _SPECIAL.match(op)
             if m and op not in self.regs.declared and op.rstrip("0123456789") not in self.regs.prefixes:
                 return from_uint(self._special(m.group(1), m.group(2) or "x"), width or 4)
@@ -161,6 +167,9 @@ class Machine:
         if not (name.startswith("%") or name in self.regs.declared) or _SPECIAL.match(name) and \
                 name not in self.regs.declared and name.rstrip("0123456789") not in self.regs.prefixes:
             raise SimError(f"cannot write to {name!r}")
+        if self.reg_pending and name in self.reg_pending and not self.in_async_op:
+            raise Hazard(f"PTX line {self.program.instructions[self.pc].line}: writes {name} while a wgmma that "
+                         f"writes it is in flight (no wgmma.wait_group retires it)")
         self.regs.set(name, value, mask)
 
     def pred(self, op: str, ins, mask) -> np.ndarray:
@@ -342,6 +351,13 @@ class Machine:
         else:
             raise SimError(f"PTX line {ins.line}: stores to {space} memory are not modelled")
 
+    def _check_async_read(self, idx, ins) -> None:
+        busy = self.shared.async_read[idx]
+        if busy.any():
+            byte = int(np.asarray(idx)[busy > 0].reshape(-1)[0])
+            raise Hazard(f"PTX line {ins.line}: {ins.opcode} overwrites shared byte {byte} that an asynchronous "
+                         f"operation in flight (wgmma or bulk copy) still reads")
+
     def _store_global(self, ins, addr, data, mask) -> None:
         self.glob.store(addr[mask], data[mask], self.tid[mask])
 
@@ -391,9 +407,11 @@ class Machine:
             i = np.argwhere(race)[0]
             raise Hazard(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} writes shared byte "
                            f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between")
+        self._check_async_read(idx, ins)
         sh.data[idx] = data[mask]
         sh.write_epoch[idx] = self.epoch
         sh.write_warp[idx] = warp
+        sh.generic_dirty[idx] = True
 
     def _wavefronts(self, addr, width, mask) -> int:
         a = addr.astype(np.int64)
@@ -496,9 +514,11 @@ class Machine:
         if race.any():
             raise Hazard(f"PTX line {ins.line}: race: stmatrix writes shared memory another warp used "
                            f"with no barrier in between")
+        self._check_async_read(idx, ins)
         sh.data[idx] = data
         sh.write_epoch[idx] = self.epoch
         sh.write_warp[idx] = warp
+        sh.generic_dirty[idx] = True
 
     # -- shuffles and barriers ---------------------------------------------------------------------
     def _shfl(self, ins, mask):
@@ -557,6 +577,22 @@ class Machine:
 
     def _nop(self, ins, mask):
         return
+
+    def _fence(self, ins, mask):
+        """``fence.proxy.async``: generic-proxy writes to shared memory become visible to the async
+        proxy (wgmma, bulk copies); other fences order nothing this model reorders."""
+        if "proxy" in ins.parts and "async" in ins.parts:
+            self.shared.generic_dirty[:] = False
+
+    def _wgmma(self, ins, mask):
+        self.in_async_op = True
+        try:
+            wgmma.op_wgmma(self, ins, mask)
+        finally:
+            self.in_async_op = False
+
+    def negate(self, ids, ty):
+        raise SimError("negated matrix operands are not modelled without a data algebra")
 
 
 def _phase_cost(words: np.ndarray) -> int:

@@ -135,6 +135,9 @@ class Shared:
         self.read_warp = np.full(size, -1, dtype=np.int64)
         self.pending = np.zeros(size, dtype=np.int32)        # asynchronous copies in flight into the byte
         self.pending_line = np.zeros(size, dtype=np.int32)   # the PTX line that issued the last of them
+        self.async_read = np.zeros(size, dtype=np.int32)     # async-proxy reads in flight (wgmma, bulk stores)
+        self.generic_dirty = np.zeros(size, dtype=bool)      # written by the generic proxy since the last
+        #                                                      fence.proxy.async
 
 
 class Global:
