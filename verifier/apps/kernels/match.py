@@ -1,8 +1,8 @@
 """Matching two terms (expected: the reference's, actual: the PTX's) and telling a real difference
 from a missing identity.
 
-:class:`Matcher` decides equality under the identities that interning cannot apply term by term
-(normal forms of sums and of max/min sets). When two terms differ,
+:class:`Matcher` decides equality (the identities are applied when terms are built, see
+:mod:`.terms`). When two terms differ,
 :func:`witness` evaluates both on concrete inputs (every leaf a small multiple of 1/8, so sums
 of products are exact in f16/f32) with each operation rounded to its type: values that differ
 beyond what approximations explain prove the kernel *wrong* (the inputs are the
@@ -19,161 +19,20 @@ from layoutverify.apps.ptxsim import floats
 
 from . import terms as T
 
-_REDUCE_BASE = {"reduce.add": "add", "reduce.maxnum": "maxnum", "reduce.minnum": "minnum",
-                "reduce.maximum": "maximum", "reduce.minimum": "minimum"}
 _SETS = {"maxnum", "minnum", "maximum", "minimum"}
-_COMMUTATIVE = {"add", "mul", "maxnum", "minnum", "maximum", "minimum"}
 TOLERANCE = 1e-3
 
 
 class Matcher:
-    """Normal forms of terms, under the identities interning cannot apply term by term:
-
-    * a **sum** (``add``, ``reduce.add``, a dot's initial accumulator and its products) is the
-      multiset of its summands (``+0.0`` dropped) and the multiset of its products, each product a
-      pair of normal forms: ``(a + b) + c``, ``a + (b + c)``, ``reduce.add{a, b, c}`` and the
-      accumulator chain of a k-loop all meet;
-    * ``max``/``min`` (and ``reduce.max``/``min``) over the same *set* of operands meet;
-    * any other operation is its head and its operands' normal forms (commutative ones sorted).
-
-    A normal form is represented by the id of the first term that had it (:meth:`canon`)."""
+    """Term equality. Every identity of :data:`~.terms.IDENTITIES` is applied when a term is
+    built, so two terms are equal exactly when their ids are; this class is the one place a
+    comparison asks, should an identity ever need matching instead of interning."""
 
     def __init__(self, terms: T.Terms):
         self.t = terms
-        self._canon: dict[int, int] = {}
-        self._keys: dict[tuple, int] = {}
-        self._sum: dict[int, tuple] = {}       # term -> (summand canon ids, product codes) of a sum
 
     def same(self, e: int, a: int) -> bool:
-        """Whether ``e`` and ``a`` have the same normal form."""
-        return e == a or self.canon(e) == self.canon(a)
-
-    def canon(self, x: int) -> int:
-        got = self._canon.get(x)
-        if got is not None:
-            return got
-        stack = [x]
-        while stack:
-            y = stack[-1]
-            if y in self._canon:
-                stack.pop()
-                continue
-            todo = [d for d in self._deps(y) if d not in self._canon]
-            if todo:
-                stack.extend(todo)
-                continue
-            stack.pop()
-            self._canon[y] = self._key_id(y, self._key(y))
-        return self._canon[x]
-
-    def _deps(self, y: int) -> list[int]:
-        t = self.t
-        op = t.op_of(y)
-        if op in ("leaf", "const", "undef"):
-            return []
-        if op == "dot":
-            init, codes = t.dot_parts(y)
-            a, b = T.Terms.unpack_pairs(codes)
-            ids = np.unique(np.concatenate([a, b]))
-            return [int(i) for i in ids[ids >= T.COMPUTED]] + ([init] if init != T.NONE else [])
-        return list(t.args_of(y))
-
-    def _key_id(self, y: int, key) -> int:
-        if isinstance(key, int):
-            return key
-        got = self._keys.get(key)
-        if got is None:
-            got = self._keys[key] = y
-        return got
-
-    def _key(self, y: int):
-        t = self.t
-        op = t.op_of(y)
-        ty = t.type_of(y)
-        if op in ("leaf", "const", "undef"):
-            return y
-        if op in ("add", "reduce.add", "dot"):
-            summands, products = self._sum_parts(y)
-            if not products.size and len(summands) == 1:
-                return summands[0]
-            return ("sum", ty, tuple(sorted(summands)), products.tobytes())
-        base = _REDUCE_BASE.get(op, op)
-        if base in _SETS:
-            members = set()
-            for a in t.args_of(y):
-                c = self._canon[a]
-                if t.op_of(c) == base or _REDUCE_BASE.get(t.op_of(c)) == base:
-                    members |= set(self._set_members(c, base))
-                elif not self._identity(base, c):
-                    members.add(c)
-            if len(members) == 1:
-                return next(iter(members))
-            return ("set", base, ty, tuple(sorted(members)))
-        args = tuple(self._canon[a] for a in t.args_of(y))
-        if op in _COMMUTATIVE:
-            args = tuple(sorted(args))
-        return (op, ty, args)
-
-    def _set_members(self, c: int, base: str):
-        t = self.t
-        out, stack = [], [c]
-        while stack:
-            z = stack.pop()
-            if t.op_of(z) == base or _REDUCE_BASE.get(t.op_of(z)) == base:
-                stack.extend(self._canon[a] for a in t.args_of(z))
-            elif not self._identity(base, z):
-                out.append(z)
-        return out
-
-    def _sum_parts(self, y: int) -> tuple[list, np.ndarray]:
-        """Summands (canon ids, +0.0 dropped) and sorted product codes (canon pairs) of sum ``y``."""
-        got = self._sum.get(y)
-        if got is not None:
-            return got
-        t = self.t
-        op = t.op_of(y)
-        summands: list = []
-        products = []
-        if op == "dot":
-            init, codes = t.dot_parts(y)
-            a, b = T.Terms.unpack_pairs(codes)
-            products.append((self._canon_many(a) << T.PAIR_SHIFT) | self._canon_many(b))
-            parts = [init] if init != T.NONE else []
-        else:
-            parts = list(t.args_of(y))
-        for p in parts:
-            c = self._canon[p]
-            if t.op_of(p) in ("add", "reduce.add", "dot") and t.type_of(p) == t.type_of(y):
-                s, pr = self._sum_parts(p)
-                summands.extend(s)
-                if pr.size:
-                    products.append(pr)
-            elif not self._identity("add", c):
-                summands.append(c)
-        codes = np.sort(np.concatenate(products)) if products else np.empty(0, dtype=np.int64)
-        self._sum[y] = (summands, codes)
-        return summands, codes
-
-    def _canon_many(self, ids: np.ndarray) -> np.ndarray:
-        out = ids.astype(np.int64).copy()
-        comp = out >= T.COMPUTED
-        if comp.any():
-            out[comp] = [self._canon[int(i)] for i in out[comp]]
-        return out
-
-    def _identity(self, base: str, y: int) -> bool:
-        v = self.t.const_value(y)
-        if v is None:
-            return False
-        ty = self.t.type_of(y)
-        if ty not in floats.FORMATS:
-            return False
-        x = float(floats.decode(np.array([v], dtype=np.uint64), ty)[0])
-        if base == "add":
-            return x == 0.0 and not np.signbit(x)
-        if base in ("maxnum", "maximum"):
-            return x == float("-inf")
-        return x == float("inf")
+        return e == a
 
 
 # -- concrete witnesses -------------------------------------------------------------------------------
@@ -221,12 +80,11 @@ class Evaluator:
     def _deps(self, y: int):
         t = self.t
         op = t.op_of(y)
-        if op == "dot":
-            init, codes = t.dot_parts(y)
+        if op == "sum":
+            summands, codes = t.sums[t.args_of(y)[0]]
             a, b = T.Terms.unpack_pairs(codes)
             ids = np.unique(np.concatenate([a, b]))
-            deps = [int(i) for i in ids[ids >= T.COMPUTED]]
-            return deps + ([init] if init != T.NONE else [])
+            return [int(i) for i in ids[ids >= T.COMPUTED]] + list(summands)
         if op in ("leaf", "const", "undef"):
             return []
         return list(t.args_of(y))
@@ -244,12 +102,10 @@ class Evaluator:
             return float(bits)
         if op == "undef":
             return float("nan")
-        if op == "dot":
-            init, codes = t.dot_parts(y)
+        if op == "sum":
+            summands, codes = t.sums[t.args_of(y)[0]]
             a, b = T.Terms.unpack_pairs(codes)
-            va = self._many(a)
-            vb = self._many(b)
-            s = float(np.dot(va, vb)) + (self.memo[init] if init != T.NONE else 0.0)
+            s = float(np.dot(self._many(a), self._many(b))) + sum(self.memo[x] for x in summands)
             return _round(s, ty)
         args = [self.memo[a] for a in t.args_of(y)]
         with np.errstate(all="ignore"):
@@ -266,14 +122,6 @@ class Evaluator:
 
 def _apply(op: str, args, ty: str, arg_types) -> float:
     import math
-    if op.startswith("reduce."):
-        base = _REDUCE_BASE[op]
-        vals = args
-        if base == "add":
-            return _round(sum(vals), ty)
-        if base in ("maxnum", "maximum"):
-            return max(vals)
-        return min(vals)
     if op.startswith("cmp."):
         _, cmp, _ = op.split(".")
         a, b = args
@@ -380,23 +228,27 @@ def _render(terms, x, out, budget):
         out.append(s)
         budget[0] -= len(s)
         return
-    if op == "dot":
-        init, codes = terms.dot_parts(x)
+    if op == "sum":
+        summands, codes = terms.sums[terms.args_of(x)[0]]
         a, b = T.Terms.unpack_pairs(codes)
-        out.append(f"dot({len(codes)} products")
-        budget[0] -= 16
-        if init != T.NONE:
-            out.append(", init=")
-            _render(terms, init, out, budget)
-        out.append(": ")
-        for i in range(min(3, len(codes))):
+        out.append("sum(")
+        budget[0] -= 4
+        for i, y in enumerate(summands[:3]):
             if i:
                 out.append(" + ")
-            _render(terms, int(a[i]), out, budget)
-            out.append("*")
-            _render(terms, int(b[i]), out, budget)
-        if len(codes) > 3:
-            out.append(" + ...")
+            _render(terms, y, out, budget)
+        if len(summands) > 3:
+            out.append(f" + ... {len(summands)} summands")
+        if len(codes):
+            out.append((" + " if summands else "") + f"{len(codes)} products: ")
+            for i in range(min(3, len(codes))):
+                if i:
+                    out.append(" + ")
+                _render(terms, int(a[i]), out, budget)
+                out.append("*")
+                _render(terms, int(b[i]), out, budget)
+            if len(codes) > 3:
+                out.append(" + ...")
         out.append(")")
         return
     args = terms.args_of(x)
@@ -414,11 +266,15 @@ def _render(terms, x, out, budget):
 
 
 def explain_dots(terms: T.Terms, e: int, a: int, limit: int = 3) -> dict | None:
-    """For two dots: the products only the expected term has, and only the actual term has."""
-    if terms.op_of(e) != "dot" or terms.op_of(a) != "dot":
+    """For two sums (under the same unary wrappers, e.g. a conversion): the summands and products
+    only the expected term has, and only the actual term has."""
+    while terms.op_of(e) == terms.op_of(a) and terms.op_of(e) != "sum" and len(terms.args_of(e)) == 1 \
+            and terms.op_of(e) not in ("leaf", "const", "undef"):
+        e, a = terms.args_of(e)[0], terms.args_of(a)[0]
+    if terms.op_of(e) != "sum" or terms.op_of(a) != "sum":
         return None
-    ie, ce = terms.dot_parts(e)
-    ia, ca = terms.dot_parts(a)
+    se, ce = terms.sums[terms.args_of(e)[0]]
+    sa, ca = terms.sums[terms.args_of(a)[0]]
     ue, ne = np.unique(ce, return_counts=True)
     ua, na = np.unique(ca, return_counts=True)
     cnt_e = dict(zip(ue.tolist(), ne.tolist()))
@@ -433,5 +289,7 @@ def explain_dots(terms: T.Terms, e: int, a: int, limit: int = 3) -> dict | None:
             out.append(f"{render(terms, int(x), 60)}*{render(terms, int(y), 60)}")
         return out
     return {"products_expected": int(len(ce)), "products_actual": int(len(ca)),
-            "missing": show(missing), "n_missing": len(missing), "extra": show(extra), "n_extra": len(extra),
-            "same_init": bool(ie == ia)}
+            "missing_products": show(missing), "n_missing": len(missing), "extra_products": show(extra),
+            "n_extra": len(extra), "summands_expected": len(se), "summands_actual": len(sa),
+            "missing_summands": [render(terms, x, 80) for x in sorted(set(se) - set(sa))[:limit]],
+            "extra_summands": [render(terms, x, 80) for x in sorted(set(sa) - set(se))[:limit]]}

@@ -11,13 +11,17 @@ Ids (``int``, all below ``2**31`` so that a product's pair fits one ``int64``):
 * leaf ``i`` of region ``r`` (a buffer or the float arguments): ``(r + 1) << LEAF_BITS | i``;
 * every other term: ``COMPUTED + n`` for the ``n``-th interned term.
 
-A **dot** (``tt.dot``, ``mma``, ``wgmma``) is ``init + sum of products``, kept as its initial
-accumulator and the *sorted array* of its products, each product the pair ``(a, b)`` packed as
-``a << 31 | b`` (numpy ``int64``). Two dots are the same term when their initial accumulators are
-and their product multisets are: the hardware's accumulation order is free.
+A **sum** (``add``, a ``tt.reduce`` with ``add``, a dot from ``tt.dot``, ``mma`` or ``wgmma``) is kept
+in normal form: the sorted tuple of its summands (``+0.0`` dropped, nested sums flattened) and the
+*sorted array* of its products, each product an unordered pair ``(a, b)`` packed as
+``min << 31 | max`` (numpy ``int64``; a summand ``mul(a, b)`` is such a product too). Two sums are
+the same term when their summand and product multisets are: the hardware's accumulation order is
+free, and a k-loop's chain of dots is one sum. ``max``/``min`` (and their reductions) are kept as the
+sorted *set* of their operands. One k-step that reads the initial accumulator instead of the running
+one leaves products out, so the sums differ.
 
-Identities (each one is applied when a term is built; :data:`IDENTITIES` is the list the docs
-print):
+Every identity is applied when a term is built (:data:`IDENTITIES` is the list the docs print), so
+the two levels meet on one id wherever the identities relate them.
 """
 from __future__ import annotations
 
@@ -31,7 +35,6 @@ LEAF_BITS = 24
 MAX_REGIONS = 63
 COMPUTED = 1 << 30
 PAIR_SHIFT = 31
-NONE = -1                      # "no initial accumulator"
 
 #: the identities the constructors apply (id, statement, why it holds or why it is assumed)
 IDENTITIES = [
@@ -50,12 +53,15 @@ IDENTITIES = [
      "assumed: the approximation's error is not modelled"),
     ("cast", "extf = cvt (widening); truncf = cvt.rn (narrowing); sitofp = cvt.rn.f.s; fp_to_fp = cvt",
      "the same conversion under two names"),
-    ("dot-order", "a dot is its initial accumulator plus the multiset of its products (a_i, b_i)",
-     "assumed: tt.dot fixes no accumulation order; the k-steps of a k-loop chain into one dot"),
-    ("dot-zero", "a dot with initial accumulator +0.0 equals the dot without one (wgmma scale-d = 0)",
+    ("sum", "+ is associative and commutative: a sum (add, tt.reduce add, tt.dot, mma, wgmma) is the "
+     "multiset of its summands and of its products a*b (unordered pairs)",
+     "assumed: tt.dot and tt.reduce fix no accumulation order; a k-loop's dots chain into one sum; "
+     "reassociating an elementwise sum is accepted too"),
+    ("sum-zero", "x + 0.0 = x (a dot without accumulator, wgmma scale-d = 0, equals one from +0.0)",
      "exact up to the sign of a zero sum"),
-    ("reduce", "a tt.reduce with combiner add/max/min equals any binary tree of that operation over the "
-     "same operands (a multiset; for max/min a set)", "assumed: Triton fixes no reduction order"),
+    ("max-set", "max and min (tt.reduce max/min, max.f32) are associative, commutative and idempotent: "
+     "compared as the set of their operands; max(x, -inf) = x, min(x, +inf) = x",
+     "exact for numbers; NaN operands are not distinguished"),
     ("select", "select(c, a, a) = a", "exact"),
 ]
 
@@ -72,6 +78,9 @@ class Region:
 TYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "tf32": 4, "e4m3": 1, "e5m2": 1, "i1": 1, "i8": 1,
               "i16": 2, "i32": 4, "i64": 8, "u8": 1}
 _COMMUTATIVE = {"add", "mul", "maxnum", "minnum", "maximum", "minimum"}
+_SETS = {"maxnum", "minnum", "maximum", "minimum"}
+_EMPTY = np.empty(0, dtype=np.int64)
+_ONE_BITS = {"f16": 0x3C00, "bf16": 0x3F80, "f32": 0x3F800000, "f64": 0x3FF0000000000000}
 _FOLDABLE = {"add": "add", "mul": "mul", "neg": "neg", "abs": "abs", "maxnum": "max", "minnum": "min",
              "div.rn": "div"}
 LOG2E_F32 = 0x3FB8AA3B
@@ -86,7 +95,7 @@ class Terms:
         self.types: list[str] = []
         self.args: list[tuple] = []
         self._intern: dict[tuple, int] = {}
-        self.dots: list[tuple[int, np.ndarray]] = []     # dot number -> (init id or NONE, sorted pair codes)
+        self.sums: list[tuple[tuple, np.ndarray]] = []   # sum number -> (summands, sorted product codes)
 
     # -- leaves and constants -----------------------------------------------------------------------
     def region(self, name: str, dtype: str, shape=None) -> int:
@@ -152,6 +161,8 @@ class Terms:
             return self.apply("add", ty, self.apply("mul", ty, args[0], args[1]), args[2])
         if op == "exp":
             return self.apply("exp2", ty, self.apply("mul", ty, args[0], self.const("f32", LOG2E_F32)))
+        if op == "rcp":
+            return self.apply("div", ty, self.const(ty, _ONE_BITS.get(ty, 0)), args[0])
         if op == "neg" and self.op_of(args[0]) == "neg":
             return self.args_of(args[0])[0]
         if op == "select" and args[1] == args[2]:
@@ -159,9 +170,24 @@ class Terms:
         folded = self._fold(op, ty, args)
         if folded is not None:
             return folded
+        if op == "add":
+            return self.make_sum(ty, [self.sum_parts(a, ty) for a in args])
+        if op in _SETS:
+            return self.make_set(op, ty, args)
         if op in _COMMUTATIVE:
             args = tuple(sorted(args))
+        if op.startswith("cmp."):
+            op, args = self._cmp_canonical(op, args)
         return self._make(op, ty, tuple(args))
+
+    @staticmethod
+    def _cmp_canonical(op: str, args):
+        """``a > b`` is ``b < a`` (and likewise ``>=``, and the unordered forms)."""
+        _, cmp, ty = op.split(".")
+        swap = {"gt": "lt", "ge": "le", "gtu": "ltu", "geu": "leu"}
+        if cmp in swap:
+            return f"cmp.{swap[cmp]}.{ty}", (args[1], args[0])
+        return op, args
 
     def _fold(self, op: str, ty: str, args) -> int | None:
         if op == "select":
@@ -183,8 +209,12 @@ class Terms:
 
     def _fold_cvt(self, op: str, ty: str, arg: int, bits: int) -> int | None:
         src = self.type_of(arg)
+        if op not in ("cvt", "cvt.u"):
+            return None
         if src in floats.FORMATS and ty in floats.FORMATS:
             x = floats.decode(np.array([bits], dtype=np.uint64), src)
+            if np.isnan(x).any():
+                return None
             return self.const(ty, int(floats.encode(floats.round_f64(x, ty), ty)[0]))
         if src.startswith("i") and ty in floats.FORMATS:
             w = TYPE_BYTES[src] * 8
@@ -204,58 +234,98 @@ class Terms:
                           count=int(np.prod(shape, dtype=np.int64)))
         return out.reshape(shape)
 
-    # -- reductions ----------------------------------------------------------------------------------
+    # -- sums, products, sets -----------------------------------------------------------------------
+    def sum_parts(self, t: int, ty: str) -> tuple[tuple, np.ndarray]:
+        """``(summands, product codes)`` of ``t`` read as a sum of type ``ty``."""
+        if t >= COMPUTED:
+            op = self.ops[t - COMPUTED]
+            if op == "sum" and self.types[t - COMPUTED] == ty:
+                return self.sums[self.args[t - COMPUTED][0]]
+            if op == "mul" and self.types[t - COMPUTED] == ty:
+                a, b = self.args[t - COMPUTED]
+                return (), np.array([(min(a, b) << PAIR_SHIFT) | max(a, b)], dtype=np.int64)
+            if op == "const" and self._is_pos_zero(t):
+                return (), _EMPTY
+        return (t,), _EMPTY
+
+    def _is_pos_zero(self, t: int) -> bool:
+        return self.const_value(t) == 0 and self.type_of(t) in floats.FORMATS
+
+    def make_sum(self, ty: str, parts) -> int:
+        """The sum of the given ``(summands, codes)`` parts, in normal form."""
+        summands = tuple(sorted(x for s, _ in parts for x in s))
+        codes_list = [c for _, c in parts if c.size]
+        if not codes_list:
+            codes = _EMPTY
+        elif len(codes_list) == 1:
+            codes = codes_list[0]
+        else:
+            codes = np.sort(np.concatenate(codes_list))
+        if not codes.size:
+            if not summands:
+                return self.const(ty, 0)
+            if len(summands) == 1:
+                return summands[0]
+        key = ("sum", ty, summands, codes.tobytes())
+        got = self._intern.get(key)
+        if got is None:
+            got = COMPUTED + len(self.ops)
+            self.sums.append((summands, codes))
+            self.ops.append("sum")
+            self.types.append(ty)
+            self.args.append((len(self.sums) - 1,))
+            self._intern[key] = got
+        return got
+
+    def make_set(self, op: str, ty: str, operands) -> int:
+        """``max``/``min`` over ``operands`` as the set of its operands (nested ones flattened; the
+        operation's identity element dropped)."""
+        members = set()
+        for a in operands:
+            a = int(a)
+            if a >= COMPUTED and self.ops[a - COMPUTED] == op and self.types[a - COMPUTED] == ty:
+                members.update(self.args[a - COMPUTED])
+            elif not self._is_identity_of(op, a):
+                members.add(a)
+        if not members:
+            return int(operands[0])
+        if len(members) == 1:
+            return next(iter(members))
+        return self._make(op, ty, tuple(sorted(members)))
+
+    def _is_identity_of(self, op: str, t: int) -> bool:
+        v = self.const_value(t)
+        ty = self.type_of(t)
+        if v is None or ty not in floats.FORMATS:
+            return False
+        x = float(floats.decode(np.array([v], dtype=np.uint64), ty)[0])
+        return x == (float("-inf") if op in ("maxnum", "maximum") else float("inf"))
+
     def reduce(self, op: str, ty: str, operands) -> int:
-        """A reduction (``add``, ``maxnum``, ``minnum``, ``maximum``, ``minimum``) over ``operands``,
-        order free (a multiset; a set for the idempotent max/min)."""
-        ops = sorted(int(x) for x in operands)
-        if op != "add":
-            ops = sorted(set(ops))
-        if len(ops) == 1:
-            return ops[0]
-        return self._make("reduce." + op, ty, tuple(ops))
-
-    # -- dots ----------------------------------------------------------------------------------------
-    def dot_parts(self, t: int) -> tuple[int, np.ndarray]:
-        """``(init, sorted pair codes)`` of ``t`` read as a dot (a non-dot term is its own init)."""
-        if t >= COMPUTED and self.ops[t - COMPUTED] == "dot":
-            return self.dots[self.args[t - COMPUTED][0]]
-        return (NONE if self._is_zero(t) else t), np.empty(0, dtype=np.int64)
-
-    def _is_zero(self, t: int) -> bool:
-        return self.const_value(t) == 0
+        """A reduction (``add``, ``maxnum``, ``minnum``, ``maximum``, ``minimum``) over
+        ``operands``: the same term as any tree of the binary operation over them."""
+        ops = [int(x) for x in operands]
+        if op == "add":
+            return self.make_sum(ty, [self.sum_parts(a, ty) for a in ops])
+        return self.make_set(op, ty, ops)
 
     def dots_accumulate(self, ty: str, c: np.ndarray, a: np.ndarray, b: np.ndarray,
                         use_c: bool | np.ndarray = True) -> np.ndarray:
         """``D[i] = C[i] + sum_k a[i, k] * b[i, k]`` for every ``i``: ``c`` (n,) term ids (the
-        running accumulators), ``a``/``b`` (n, K) operand ids. Returns the (n,) dot ids."""
+        running accumulators), ``a``/``b`` (n, K) operand ids. Returns the (n,) sum ids."""
         n, k = a.shape
-        new = (a.astype(np.int64) << PAIR_SHIFT) | b.astype(np.int64)
+        a = a.astype(np.int64)
+        b = b.astype(np.int64)
+        new = (np.minimum(a, b) << PAIR_SHIFT) | np.maximum(a, b)
         new.sort(axis=1)
         use = np.broadcast_to(np.asarray(use_c, dtype=bool), (n,))
         out = np.empty(n, dtype=np.int64)
         for i in range(n):
+            parts = [((), new[i])]
             if use[i]:
-                init, old = self.dot_parts(int(c[i]))
-                codes = np.concatenate([old, new[i]]) if old.size else new[i]
-                if old.size:
-                    codes.sort()
-            else:
-                init, codes = NONE, new[i]
-            out[i] = self._dot(ty, init, codes)
+                parts.append(self.sum_parts(int(c[i]), ty))
+            out[i] = self.make_sum(ty, parts)
         return out
-
-    def _dot(self, ty: str, init: int, codes: np.ndarray) -> int:
-        key = ("dot", ty, (init, codes.tobytes()))
-        got = self._intern.get(key)
-        if got is None:
-            got = COMPUTED + len(self.ops)
-            self.dots.append((init, np.ascontiguousarray(codes)))
-            self.ops.append("dot")
-            self.types.append(ty)
-            self.args.append((len(self.dots) - 1, init))
-            self._intern[key] = got
-        return got
 
     @staticmethod
     def unpack_pairs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -272,9 +342,9 @@ class Terms:
             if x < COMPUTED:
                 return 1
             op = self.ops[x - COMPUTED]
-            if op == "dot":
-                init, codes = self.dots[self.args[x - COMPUTED][0]]
-                n = 1 + len(codes) * 3 + (go(init) if init != NONE else 0)
+            if op == "sum":
+                summands, codes = self.sums[self.args[x - COMPUTED][0]]
+                n = 1 + len(codes) * 3 + sum(go(y) for y in summands)
             elif op == "const":
                 n = 1
             else:
