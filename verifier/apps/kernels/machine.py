@@ -108,6 +108,11 @@ class SymbolicMachine(Machine):
         return self.terms.dots_accumulate(acc_ty, c_ids, a_ids, b_ids, use_c)
 
     # -- stores --------------------------------------------------------------------------------------
+    def store_bulk(self, ins, addr, data, thread: int) -> None:
+        nb = data.shape[1]
+        who = who_code(self.pc, np.full((len(addr), 1), thread), np.arange(nb)[None, :] + 0 * np.arange(len(addr))[:, None])
+        self.glob.store(addr, data, who)
+
     def _store_global(self, ins, addr, data, mask) -> None:
         rows = np.nonzero(mask)[0]
         nb = data.shape[1]

@@ -212,7 +212,12 @@ def _operand_names(text: str) -> list[str]:
 def _attr_dict(text: str) -> dict:
     """``{axis = 1 : i32, start = 0 : i32}`` / ``<{...}>`` -> dict of ints / strings."""
     out = {}
-    for part in _split_top(text.strip().strip("<>").strip("{}")):
+    text = text.strip()
+    if text.startswith("<{") and text.endswith("}>"):
+        text = text[2:-2]
+    elif text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    for part in _split_top(text):
         if "=" not in part:
             continue
         k, _, v = part.partition("=")

@@ -22,7 +22,7 @@ import numpy as np
 
 from layoutverify.core.errors import LayoutError
 
-from . import asynccopy, matrix, semantics, wgmma
+from . import asynccopy, matrix, semantics, tma, wgmma
 from .parser import Program
 from .state import PARAM_BASE, Hazard, SimError, UNDEF, Global, Registers, Shared, concrete, from_uint, to_uint, type_width
 
@@ -80,6 +80,8 @@ class Machine:
         self.deadline: float | None = None      # time.perf_counter() value; past it the run stops
         self.reg_pending: dict[str, np.ndarray] = {}   # registers an async operation (wgmma) still writes
         self.in_async_op = False
+        self.tensormaps: dict = {}               # address -> tma.TensorMap passed by value (kernel parameters)
+        self.wait_failed = False
         self._dispatch = {name: (lambda h: (lambda ins, mask: h(self, ins, mask)))(h)
                           for name, h in semantics.HANDLERS.items()}
         self._dispatch.update({"ld": self._ld, "st": self._st, "ldmatrix": self._ldmatrix,
@@ -88,6 +90,9 @@ class Machine:
                                "cp": lambda ins, mask: asynccopy.op_cp_async(self, ins, mask),
                                "mma": lambda ins, mask: matrix.op_mma(self, ins, mask),
                                "wgmma": self._wgmma,
+                               "tensormap": lambda ins, mask: tma.op_tensormap(self, ins, mask),
+                               "mbarrier": lambda ins, mask: tma.op_mbarrier(self, ins, mask),
+                               "elect": lambda ins, mask: tma.op_elect(self, ins, mask),
                                "cvta": lambda ins, mask: semantics.op_cvta(self, ins, mask)})
 
     # -- operands ----------------------------------------------------------------------------
@@ -260,6 +265,13 @@ class Machine:
                     raise
                 except (ValueError, KeyError, IndexError) as e:
                     raise SimError(f"PTX line {ins.line}: {ins.opcode}: {e}") from None
+                if self.wait_failed:
+                    self.wait_failed = False
+                    if groups:
+                        raise SimError(f"PTX line {ins.line}: a wait on the progress of threads at another point of "
+                                       f"the program (warp specialisation) is not modelled")
+                    raise Hazard(f"PTX line {ins.line}: deadlock: {ins.opcode} waits for an mbarrier phase that "
+                                 f"can never complete (missing arrivals)")
             self._join(groups, pc + 1, mask)
 
     @staticmethod
@@ -361,6 +373,10 @@ class Machine:
     def _store_global(self, ins, addr, data, mask) -> None:
         self.glob.store(addr[mask], data[mask], self.tid[mask])
 
+    def store_bulk(self, ins, addr, data, thread: int) -> None:
+        """A bulk (TMA) store issued by ``thread``: ``data`` (n, w) at global ``addr`` (n,)."""
+        self.glob.store(addr, data, np.full(len(addr), thread))
+
     def _generic_space(self, addr, mask, ins) -> str:
         """A generic address names shared memory below :data:`SHARED_WINDOW`, global memory above."""
         low = addr[mask] < np.uint64(SHARED_WINDOW)
@@ -408,6 +424,7 @@ class Machine:
             raise Hazard(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} writes shared byte "
                            f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between")
         self._check_async_read(idx, ins)
+        tma.reset_maps(self, idx)
         sh.data[idx] = data[mask]
         sh.write_epoch[idx] = self.epoch
         sh.write_warp[idx] = warp
@@ -515,6 +532,7 @@ class Machine:
             raise Hazard(f"PTX line {ins.line}: race: stmatrix writes shared memory another warp used "
                            f"with no barrier in between")
         self._check_async_read(idx, ins)
+        tma.reset_maps(self, idx)
         sh.data[idx] = data
         sh.write_epoch[idx] = self.epoch
         sh.write_warp[idx] = warp
@@ -590,6 +608,8 @@ class Machine:
             wgmma.op_wgmma(self, ins, mask)
         finally:
             self.in_async_op = False
+        self.tensormaps: dict = {}               # address -> tma.TensorMap passed by value (kernel parameters)
+        self.wait_failed = False
 
     def negate(self, ids, ty):
         raise SimError("negated matrix operands are not modelled without a data algebra")
