@@ -15,7 +15,8 @@ import sys
 from layoutverify.apps import jsonout
 from layoutverify.core.errors import LayoutError
 
-COMMANDS = ["show", "prove", "analyze", "check", "snapshot", "diff", "atlas", "list", "scan", "sweep", "measure", "serve"]
+COMMANDS = ["show", "prove", "analyze", "check", "snapshot", "diff", "atlas", "list", "scan", "sweep", "measure", "serve",
+            "validate_kernels"]   # validate_kernels: this branch's stand-in for the shared validate command
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 70

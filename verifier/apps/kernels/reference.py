@@ -481,8 +481,10 @@ def _dot(r: Reference, op: Op):
         raise Unsupported("unsupported: batched tt.dot")
     m, k = A.shape
     n = B.shape[1]
-    if m * n * k > 1 << 22:
-        raise Unsupported(f"unsupported: a {m}x{n}x{k} dot is over the limit of {1 << 22} products")
+    if m * n > T.MAX_TILE or m * n * k > T.MAX_DOT:
+        raise T.TermLimit(f"a {m}x{n}x{k} tt.dot (TTIR line {op.line}) is larger than this validator takes "
+                          f"(at most {T.MAX_TILE} output elements and {T.MAX_DOT} products per dot, e.g. 128x128x128)"
+                          f"; validate the kernel compiled with smaller blocks")
     prec = op.attrs.get("inputPrecision", "tf32")
     if a.ty.elem == "f32" and prec in ("tf32", "tf32x3"):
         if prec != "tf32":

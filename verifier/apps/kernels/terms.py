@@ -66,6 +66,17 @@ IDENTITIES = [
 ]
 
 
+#: products held by all sums of one validation (8 bytes each): a 128x128 tile with K = 512
+MAX_PRODUCTS = 1 << 26
+#: the largest dot one tt.dot / mma step may compute (M x N output elements, M x N x K products)
+MAX_TILE = 128 * 128
+MAX_DOT = 128 * 128 * 128
+
+
+class TermLimit(Exception):
+    """The kernel's terms outgrow the bounds this validator keeps (:data:`MAX_PRODUCTS`, ...)."""
+
+
 @dataclass(frozen=True)
 class Region:
     """A symbolic memory region: buffer ``name`` of ``dtype`` elements (leaves ``name[i]``)."""
@@ -96,6 +107,7 @@ class Terms:
         self.args: list[tuple] = []
         self._intern: dict[tuple, int] = {}
         self.sums: list[tuple[tuple, np.ndarray]] = []   # sum number -> (summands, sorted product codes)
+        self.products = 0
 
     # -- leaves and constants -----------------------------------------------------------------------
     def region(self, name: str, dtype: str, shape=None) -> int:
@@ -269,6 +281,10 @@ class Terms:
         key = ("sum", ty, summands, codes.tobytes())
         got = self._intern.get(key)
         if got is None:
+            self.products += codes.size
+            if self.products > MAX_PRODUCTS:
+                raise TermLimit(f"the kernel's sums hold more than {MAX_PRODUCTS} products (a K too large to "
+                                f"validate one CTA in bounded memory); validate with a smaller K")
             got = COMPUTED + len(self.ops)
             self.sums.append((summands, codes))
             self.ops.append("sum")

@@ -35,9 +35,10 @@ from .memory import Memory, MemoryError_
 from .reference import RefError, Reference, Unsupported, Val
 from .ttir import Function, TType, parse_ttir
 
-#: the largest tile a CTA may compute (elements of the largest tt.dot result), and its products
-MAX_DOT_PRODUCTS = 128 * 128 * 64 * 4
 DEFAULT_TIME_LIMIT = 300.0
+#: integer arguments the launch does not give take this value (a multiple of 16, as Triton's
+#: divisibility specialisation may require); the grid and program ids default to two programs
+DEFAULT_INT_ARG = 64
 
 
 class BadLaunch(LayoutError):
@@ -333,7 +334,52 @@ def validate_kernel(ttir: str, ptx: str, meta: dict | None, launch: Launch, *, n
         out.verdict, out.reason = "unsupported", str(e)
     except TimeoutError as e:
         out.verdict, out.reason = "unknown", str(e)
+    except T.TermLimit as e:
+        out.verdict, out.reason = "unsupported", f"refused: {e}"
     except (SimError, MemoryError_, RefError) as e:
         out.verdict, out.reason = "unsupported", f"unsupported: {e}"
     out.seconds = time.perf_counter() - t0
     return out
+
+
+def default_launch(ttir: str, given: dict | None = None) -> Launch:
+    """The launch of a kernel whose caller gives none (or gives part): every integer argument
+    :data:`DEFAULT_INT_ARG`, two programs (0 and 1) on a grid of two; ``given`` (a launch JSON
+    object) overrides."""
+    fn = parse_ttir(ttir)
+    launch = Launch.from_json(given or {"grid": [2, 1, 1], "pids": [[0, 0, 0], [1, 0, 0]]})
+    ints = [n for n, t in zip(fn.arg_names, fn.arg_types) if t.elem in ("i1", "i8", "i16", "i32", "i64")
+            and not t.shape]
+    unknown = sorted(set(launch.args) - set(ints))
+    if unknown:
+        raise BadLaunch(f"the kernel {fn.name} has no integer argument {unknown[0]!r} (it has: "
+                        f"{', '.join(ints) or 'none'})")
+    for n in ints:
+        launch.args.setdefault(n, DEFAULT_INT_ARG)
+    return launch
+
+
+def validate_files(kf, launch: Launch | dict | None = None, *, time_limit: float = DEFAULT_TIME_LIMIT
+                   ) -> KernelOutcome:
+    """Validate the kernel of :class:`~.folder.KernelFiles` ``kf``. The launch is ``launch``, else
+    the kernel's ``NAME.launch.json``, else :func:`default_launch`."""
+    ttir, ptx, meta, file_launch = kf.read()
+    if isinstance(launch, Launch):
+        the_launch = launch
+    else:
+        the_launch = default_launch(ttir, launch if launch is not None else file_launch)
+    out = validate_kernel(ttir, ptx, meta, the_launch, name=kf.name, time_limit=time_limit)
+    out.path = kf.folder or kf.ptx
+    return out
+
+
+def validate_kernel_folder(path: str, launch: Launch | dict | None = None, *,
+                           time_limit: float = DEFAULT_TIME_LIMIT) -> KernelOutcome:
+    """Validate the one kernel in folder ``path`` (TTIR, PTX and metadata JSON, as Triton's cache
+    writes them): the entry point ``scan --validate`` uses. Bad input raises
+    :class:`~layoutverify.core.errors.LayoutError`."""
+    from .folder import find_kernels
+    kernels = find_kernels([path])
+    if len(kernels) != 1:
+        raise BadLaunch(f"{path} holds {len(kernels)} kernels; give one kernel's folder")
+    return validate_files(kernels[0], launch, time_limit=time_limit)
