@@ -328,7 +328,7 @@ def validate_kernel(ttir: str, ptx: str, meta: dict | None, launch: Launch, *, n
         out.pids.append(pid)
     except Hazard as e:
         out.verdict, out.reason = "wrong", str(e)
-        out.first_wrong = {"what": "hazard", "message": str(e)}
+        out.first_wrong = _hazard_info(e, m, prog, st.terms)
         out.pids.append(pid)
     except (Unsupported, _Undecided) as e:
         out.verdict, out.reason = "unsupported", str(e)
@@ -340,6 +340,28 @@ def validate_kernel(ttir: str, ptx: str, meta: dict | None, launch: Launch, *, n
         out.verdict, out.reason = "unsupported", f"unsupported: {e}"
     out.seconds = time.perf_counter() - t0
     return out
+
+
+def _hazard_info(e: Hazard, m, prog, terms: T.Terms) -> dict:
+    """A hazard as a first wrong element: the PTX line and source, the shared byte and the element
+    it holds (or that the copy in flight carries)."""
+    info = {"what": "hazard", "message": str(e)}
+    if e.line is not None:
+        info["ptx_line"] = e.line
+        ins = next((i for i in prog.instructions if i.line == e.line), None)
+        if ins is not None and ins.loc and ins.loc[0] in prog.files:
+            info["source"] = f"{prog.files[ins.loc[0]].rsplit('/', 1)[-1]}:{ins.loc[1]}"
+    if e.byte is not None:
+        from layoutverify.apps.ptxsim.asynccopy import in_flight_code
+        info["shared_byte"] = e.byte
+        code = in_flight_code(m, e.byte)
+        held = "in_flight" if code is not None else "held"
+        if code is None:
+            code = int(m.shared.data[e.byte])
+        if code >= TAG0:
+            t, k = divmod(code - TAG0, 8)
+            info[f"element_{held}"] = f"{render(terms, t, 120)} (byte {k})"
+    return info
 
 
 def default_launch(ttir: str, given: dict | None = None) -> Launch:

@@ -103,7 +103,8 @@ def _copy(m, ins, mask) -> None:
     if race.any():
         i = np.argwhere(race)[0]
         raise Hazard(f"PTX line {ins.line}: race: cp.async (warp {int(warp[i[0], 0])}) overwrites shared byte "
-                     f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between")
+                     f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between",
+                     byte=int(idx[i[0], i[1]]), line=ins.line)
     if sh.async_read[idx].any():
         raise Hazard(f"PTX line {ins.line}: cp.async overwrites shared memory that a wgmma in flight still reads")
     sh.pending[idx] += 1
@@ -156,7 +157,25 @@ def check_pending(m, idx: np.ndarray, ins, what: str = "reads") -> None:
     if p.any():
         byte = int(np.asarray(idx)[p > 0].reshape(-1)[0])
         raise Hazard(f"PTX line {ins.line}: {ins.opcode} {what} shared byte {byte} before the asynchronous copy "
-                     f"issued at PTX line {int(m.shared.pending_line[byte])} landed (no wait covers it)")
+                     f"issued at PTX line {int(m.shared.pending_line[byte])} landed (no wait covers it)",
+                     byte=byte, line=ins.line)
+
+
+def in_flight_code(m, byte: int):
+    """The byte code an asynchronous copy in flight will write to shared ``byte``, or None."""
+    st = getattr(m, "_async", None)
+    for b in (st.batches if st else []):
+        rows = np.nonzero(b.mask & (b.dst <= byte) & (byte < b.dst + b.data.shape[1]))[0]
+        if rows.size:
+            r = rows[-1]
+            return int(b.data[r, byte - b.dst[r]])
+    from .tma import state
+    for mb in state(m).barriers.values():
+        for cp in mb.copies:
+            hit = np.nonzero(cp.idx == byte)[0]
+            if hit.size:
+                return int(cp.data[hit[0]])
+    return None
 
 
 def pending_copies(m) -> int:

@@ -403,8 +403,8 @@ class Machine:
         if race.any():
             i = np.argwhere(race)[0]
             raise Hazard(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} reads shared byte "
-                           f"{int(idx[i[0], i[1]])} that warp {int(sh.write_warp[idx[i[0], i[1]]])} wrote "
-                           f"with no barrier in between")
+                         f"{int(idx[i[0], i[1]])} that warp {int(sh.write_warp[idx[i[0], i[1]]])} wrote "
+                         f"with no barrier in between", byte=int(idx[i[0], i[1]]), line=ins.line)
         sh.read_epoch[idx] = self.epoch
         sh.read_warp[idx] = warp
         out = np.full((self.threads, nbytes), UNDEF, dtype=np.int64)
@@ -422,7 +422,8 @@ class Machine:
         if race.any():
             i = np.argwhere(race)[0]
             raise Hazard(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} writes shared byte "
-                           f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between")
+                         f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between",
+                         byte=int(idx[i[0], i[1]]), line=ins.line)
         self._check_async_read(idx, ins)
         tma.reset_maps(self, idx)
         sh.data[idx] = data[mask]
@@ -514,8 +515,10 @@ class Machine:
         warp = np.asarray(warps)[:, None]
         race = (sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp)
         if race.any():
-            raise Hazard(f"PTX line {ins.line}: race: ldmatrix reads shared memory another warp wrote "
-                           f"with no barrier in between")
+            i = np.argwhere(race)[0]
+            raise Hazard(f"PTX line {ins.line}: race: {ins.parts[0]} (warp {int(warp[i[0], 0])}) reads shared byte "
+                         f"{int(idx[i[0], i[1]])} that warp {int(sh.write_warp[idx[i[0], i[1]]])} wrote with no "
+                         f"barrier in between", byte=int(idx[i[0], i[1]]), line=ins.line)
         sh.read_epoch[idx] = self.epoch
         sh.read_warp[idx] = warp
         return sh.data[idx]
@@ -529,8 +532,10 @@ class Machine:
         race = ((sh.read_epoch[idx] == self.epoch) & (sh.read_warp[idx] != warp)) | \
             ((sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp))
         if race.any():
-            raise Hazard(f"PTX line {ins.line}: race: stmatrix writes shared memory another warp used "
-                           f"with no barrier in between")
+            i = np.argwhere(race)[0]
+            raise Hazard(f"PTX line {ins.line}: race: {ins.parts[0]} (warp {int(warp[i[0], 0])}) writes shared byte "
+                         f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between",
+                         byte=int(idx[i[0], i[1]]), line=ins.line)
         self._check_async_read(idx, ins)
         tma.reset_maps(self, idx)
         sh.data[idx] = data

@@ -23,7 +23,13 @@ class SimError(LayoutError):
 class Hazard(SimError):
     """The PTX is wrong by the memory model whatever the data: a race between warps (no barrier
     between a write and another warp's access), a read of shared memory an asynchronous copy has
-    not yet landed in, a wait that never ends."""
+    not yet landed in, a wait that never ends. ``byte`` is the shared-memory byte concerned (or
+    None), ``line`` the PTX line."""
+
+    def __init__(self, message: str, *, byte: int | None = None, line: int | None = None):
+        super().__init__(message)
+        self.byte = byte
+        self.line = line
 
 
 UNDEF = -1
