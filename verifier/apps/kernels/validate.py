@@ -352,9 +352,8 @@ def _hazard_info(e: Hazard, m, prog, terms: T.Terms) -> dict:
         if ins is not None and ins.loc and ins.loc[0] in prog.files:
             info["source"] = f"{prog.files[ins.loc[0]].rsplit('/', 1)[-1]}:{ins.loc[1]}"
     if e.byte is not None:
-        from layoutverify.apps.ptxsim.asynccopy import in_flight_code
         info["shared_byte"] = e.byte
-        code = in_flight_code(m, e.byte)
+        code = m.in_flight_code(e.byte)
         held = "in_flight" if code is not None else "held"
         if code is None:
             code = int(m.shared.data[e.byte])

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .proxy import check_pending
 from .state import Hazard, SimError, concrete, to_uint
 
 
@@ -61,8 +62,7 @@ def op_cp_async(m, ins, mask) -> None:
         _commit(m, mask)
         _wait(m, ins, mask, 0)
     else:
-        from . import tma
-        tma.op_cp_async_bulk(m, ins, mask)
+        raise SimError(f"PTX line {ins.line}: {ins.opcode} is not modelled")
 
 
 def _copy(m, ins, mask) -> None:
@@ -149,33 +149,6 @@ def _land(m, b: _Batch, rows: np.ndarray) -> None:
     sh.generic_dirty[idx] = True
     sh.write_epoch[idx] = m.epoch
     sh.write_warp[idx] = m.warp[rows][:, None]
-
-
-def check_pending(m, idx: np.ndarray, ins, what: str = "reads") -> None:
-    """A read or write of shared bytes ``idx`` that an asynchronous copy has not landed in yet."""
-    p = m.shared.pending[idx]
-    if p.any():
-        byte = int(np.asarray(idx)[p > 0].reshape(-1)[0])
-        raise Hazard(f"PTX line {ins.line}: {ins.opcode} {what} shared byte {byte} before the asynchronous copy "
-                     f"issued at PTX line {int(m.shared.pending_line[byte])} landed (no wait covers it)",
-                     byte=byte, line=ins.line)
-
-
-def in_flight_code(m, byte: int):
-    """The byte code an asynchronous copy in flight will write to shared ``byte``, or None."""
-    st = getattr(m, "_async", None)
-    for b in (st.batches if st else []):
-        rows = np.nonzero(b.mask & (b.dst <= byte) & (byte < b.dst + b.data.shape[1]))[0]
-        if rows.size:
-            r = rows[-1]
-            return int(b.data[r, byte - b.dst[r]])
-    from .tma import state
-    for mb in state(m).barriers.values():
-        for cp in mb.copies:
-            hit = np.nonzero(cp.idx == byte)[0]
-            if hit.size:
-                return int(cp.data[hit[0]])
-    return None
 
 
 def pending_copies(m) -> int:

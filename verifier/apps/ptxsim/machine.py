@@ -22,7 +22,7 @@ import numpy as np
 
 from layoutverify.core.errors import LayoutError
 
-from . import asynccopy, matrix, semantics, tma, wgmma
+from . import asynccopy, matrix, proxy, semantics, tma, wgmma
 from .parser import Program
 from .state import PARAM_BASE, Hazard, SimError, UNDEF, Global, Registers, Shared, concrete, from_uint, to_uint, type_width
 
@@ -87,7 +87,8 @@ class Machine:
         self._dispatch.update({"ld": self._ld, "st": self._st, "ldmatrix": self._ldmatrix,
                                "stmatrix": self._stmatrix, "shfl": self._shfl, "bar": self._bar,
                                "barrier": self._bar, "membar": self._nop, "fence": self._fence,
-                               "cp": lambda ins, mask: asynccopy.op_cp_async(self, ins, mask),
+                               "cp": lambda ins, mask: (tma.op_cp_async_bulk if ins.parts[2:3] == ["bulk"]
+                                                        else asynccopy.op_cp_async)(self, ins, mask),
                                "mma": lambda ins, mask: matrix.op_mma(self, ins, mask),
                                "wgmma": self._wgmma,
                                "tensormap": lambda ins, mask: tma.op_tensormap(self, ins, mask),
@@ -363,6 +364,21 @@ class Machine:
         else:
             raise SimError(f"PTX line {ins.line}: stores to {space} memory are not modelled")
 
+    def in_flight_code(self, byte: int):
+        """The byte code an asynchronous copy in flight will write to shared ``byte``, or None."""
+        st = getattr(self, "_async", None)
+        for b in (st.batches if st else []):
+            rows = np.nonzero(b.mask & (b.dst <= byte) & (byte < b.dst + b.data.shape[1]))[0]
+            if rows.size:
+                r = rows[-1]
+                return int(b.data[r, byte - b.dst[r]])
+        for mb in tma.state(self).barriers.values():
+            for cp in mb.copies:
+                hit = np.nonzero(cp.idx == byte)[0]
+                if hit.size:
+                    return int(cp.data[hit[0]])
+        return None
+
     def _check_async_read(self, idx, ins) -> None:
         busy = self.shared.async_read[idx]
         if busy.any():
@@ -397,7 +413,7 @@ class Machine:
     def _shared_read(self, addr, nbytes, mask, ins, warps=None):
         idx = self._shared_index(addr, nbytes, mask, ins)[mask]
         sh = self.shared
-        asynccopy.check_pending(self, idx, ins)
+        proxy.check_pending(self, idx, ins)
         warp = (self.warp[mask] if warps is None else warps[mask])[:, None]
         race = (sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp)
         if race.any():
@@ -415,7 +431,7 @@ class Machine:
         nbytes = data.shape[1]
         idx = self._shared_index(addr, nbytes, mask, ins)[mask]
         sh = self.shared
-        asynccopy.check_pending(self, idx, ins, "writes")
+        proxy.check_pending(self, idx, ins, "writes")
         warp = self.warp[mask][:, None]
         race = ((sh.read_epoch[idx] == self.epoch) & (sh.read_warp[idx] != warp)) | \
             ((sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp))
@@ -511,7 +527,7 @@ class Machine:
         sh = self.shared
         if (idx < 0).any() or (idx >= sh.data.size).any():
             raise SimError(f"PTX line {ins.line}: shared-memory access out of range")
-        asynccopy.check_pending(self, idx, ins)
+        proxy.check_pending(self, idx, ins)
         warp = np.asarray(warps)[:, None]
         race = (sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp)
         if race.any():
@@ -527,7 +543,7 @@ class Machine:
         sh = self.shared
         if (idx < 0).any() or (idx >= sh.data.size).any():
             raise SimError(f"PTX line {ins.line}: shared-memory access out of range")
-        asynccopy.check_pending(self, idx, ins, "writes")
+        proxy.check_pending(self, idx, ins, "writes")
         warp = np.asarray(warps)[:, None]
         race = ((sh.read_epoch[idx] == self.epoch) & (sh.read_warp[idx] != warp)) | \
             ((sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp))

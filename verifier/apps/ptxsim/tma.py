@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .proxy import check_pending
 from .state import Hazard, SimError, concrete, from_uint, to_uint
 from .wgmma import swizzle
 
@@ -319,7 +320,6 @@ def _tensor_store(m, ins, mask) -> None:
         saddr = _smem_box_addresses(tm, src, n, eb, box, ins)
         idx = saddr[:, None] + np.arange(eb)[None, :]
         sh = m.shared
-        from .asynccopy import check_pending
         check_pending(m, idx, ins)
         if sh.generic_dirty[idx].any():
             raise Hazard(f"PTX line {ins.line}: a bulk store reads shared byte {int(idx[sh.generic_dirty[idx]][0])}, "

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from .matrix import ELEMENTS, element_ids, fragment, gather, write_elements
+from .proxy import check_pending
 from .state import Hazard, SimError, concrete, to_uint
 
 SWIZZLE_BITS = {0: 0, 1: 3, 2: 2, 3: 1}           # descriptor mode -> B of Swizzle<B,4,3>
@@ -160,7 +161,6 @@ def _smem_matrix(m, ins, desc_v: int, rows_mn: int, cols_k: int, ety: str, k_maj
     sh = m.shared
     if (idx < 0).any() or (idx >= sh.data.size).any():
         raise SimError(f"PTX line {ins.line}: a wgmma operand outside shared memory")
-    from .asynccopy import check_pending
     check_pending(m, idx, ins)
     if sh.generic_dirty[idx].any():
         byte = int(idx[sh.generic_dirty[idx]][0])
