@@ -263,6 +263,21 @@ LAUNCH = {
 }
 
 
+def positional_launch(name: str) -> dict:
+    """:data:`LAUNCH` of ``name`` with its arguments also keyed by position (``#i``, the argument's
+    index among the non-constexpr ones): TTIR before Triton 3.4 names its arguments ``%argN``."""
+    spec = KERNELS[name]
+    order = [a for a in spec["sig"] if a not in spec["consts"]]
+    launch = dict(LAUNCH[name])
+    launch["args"] = {f"#{order.index(k)}": v for k, v in LAUNCH[name]["args"].items()}
+    views = {}
+    for k, v in LAUNCH[name].get("views", {}).items():
+        views[k] = v
+        views[f"arg{order.index(k)}"] = v
+    launch["views"] = views
+    return launch
+
+
 def _signature(spec):
     sig = dict(spec["sig"])
     for k in spec["consts"]:

@@ -108,6 +108,7 @@ class Terms:
         self._intern: dict[tuple, int] = {}
         self.sums: list[tuple[tuple, np.ndarray]] = []   # sum number -> (summands, sorted product codes)
         self.products = 0
+        self._undef_memo: dict[int, bool] = {}
 
     # -- leaves and constants -----------------------------------------------------------------------
     def region(self, name: str, dtype: str, shape=None) -> int:
@@ -348,6 +349,36 @@ class Terms:
         return codes >> PAIR_SHIFT, codes & ((1 << PAIR_SHIFT) - 1)
 
     # -- reading terms -------------------------------------------------------------------------------
+    def has_undef(self, t: int) -> bool:
+        """Whether ``t`` depends on an undefined value (a masked load without ``other``)."""
+        memo = self._undef_memo
+        stack = [t]
+        while stack:
+            x = stack[-1]
+            if x < COMPUTED or x in memo:
+                stack.pop()
+                continue
+            op = self.ops[x - COMPUTED]
+            if op == "undef":
+                memo[x] = True
+                stack.pop()
+                continue
+            if op == "sum":
+                summands, codes = self.sums[self.args[x - COMPUTED][0]]
+                a, b = self.unpack_pairs(codes)
+                deps = list(summands) + [int(i) for i in np.unique(np.concatenate([a, b])) if i >= COMPUTED]
+            elif op == "const":
+                deps = []
+            else:
+                deps = list(self.args[x - COMPUTED])
+            todo = [d for d in deps if d >= COMPUTED and d not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            memo[x] = any(memo.get(d, False) for d in deps)
+            stack.pop()
+        return t >= COMPUTED and memo[t]
+
     def size(self, t: int, limit: int = 1 << 20) -> int:
         """Number of nodes of ``t`` as a tree (capped at ``limit``)."""
         seen: dict[int, int] = {}

@@ -504,7 +504,7 @@ def parse_ttir(text: str) -> Function:
         raise ParseError(f"TTIR line {no}: cannot read the function header", token=header[:60])
     args, types, attrs, names = [], [], [], []
     raw_header = next(r for n, r in enumerate(text.splitlines(), 1) if n == no)
-    source_names = re.findall(r'(%[\w$.]+):[^,]*?loc\("([^"]+)"', raw_header)
+    source_names = re.findall(r'(%[\w$.]+):[^,]*?loc\("([^"]+)"\(', raw_header)
     src_name = dict(source_names)
     for a in _split_top(fm.group(2)):
         n, _, rest = a.partition(":")

@@ -70,6 +70,7 @@ class KernelOutcome:
     first_wrong: dict | None = None
     pids: list = field(default_factory=list)
     elements: int = 0                  # stored elements compared (all program ids)
+    unspecified: int = 0               # of them, elements the reference computes from undefined inputs
     instructions: int = 0              # PTX instructions executed (all program ids)
     seconds: float = 0.0
     arch: str | None = None
@@ -78,7 +79,8 @@ class KernelOutcome:
 
     def to_json(self) -> dict:
         return {"name": self.name, "verdict": self.verdict, "reason": self.reason, "first_wrong": self.first_wrong,
-                "pids": [list(p) for p in self.pids], "elements": self.elements, "instructions": self.instructions,
+                "pids": [list(p) for p in self.pids], "elements": self.elements, "unspecified": self.unspecified,
+                "instructions": self.instructions,
                 "seconds": round(self.seconds, 3), "arch": self.arch, "triton": self.triton, "path": self.path}
 
 
@@ -93,11 +95,14 @@ class _Undecided(Exception):
 
 
 # -- setting up one run -------------------------------------------------------------------------------
-def _int_arg(launch: Launch, name: str, ty: TType, attrs: dict) -> int:
-    if name not in launch.args:
+def _int_arg(launch: Launch, name: str, index: int, ty: TType, attrs: dict) -> int:
+    """The launch's value of argument ``name`` (or ``#index``: its position among the kernel's
+    arguments, for TTIR that does not keep argument names, Triton < 3.4)."""
+    key = name if name in launch.args else f"#{index}"
+    if key not in launch.args:
         raise BadLaunch(f"the launch gives no value for the integer argument {name!r} "
                         f"(give it, e.g. --arg {name}=64)")
-    v = launch.args[name]
+    v = launch.args[key]
     if isinstance(v, bool) or not isinstance(v, int):
         raise BadLaunch(f"argument {name!r} must be an integer, got {v!r}")
     div = attrs.get("tt.divisibility")
@@ -117,6 +122,7 @@ class _Setup:
     ref_args: list
     params: dict                      # PTX parameter name -> bytes
     outputs: list                     # region indices (every region is compared)
+    unspecified: int = 0              # stored elements whose reference value depends on undefined inputs
 
 
 def _setup(fn: Function, prog, meta: dict, launch: Launch) -> _Setup:
@@ -140,7 +146,7 @@ def _setup(fn: Function, prog, meta: dict, launch: Launch) -> _Setup:
             ref_args.append(Val("ptr", ty, np.array(base, dtype=np.int64)))
             params[pname] = from_uint(np.array([base], dtype=np.uint64), 8)[0]
         elif ty.elem in ("i1", "i8", "i16", "i32", "i64") and not ty.shape:
-            v = _int_arg(launch, name, ty, attrs)
+            v = _int_arg(launch, name, i, ty, attrs)
             ref_args.append(Val("int", ty, np.array(v, dtype=np.int64)))
             w = max(1, {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}[ty.elem])
             params[pname] = from_uint(np.array([v & ((1 << (8 * w)) - 1)], dtype=np.uint64), w)[0]
@@ -224,6 +230,7 @@ def _compare(fn, prog, st: _Setup, ref: Reference) -> int:
     _Undecided."""
     terms, matcher = st.terms, Matcher(st.terms)
     evaluators: dict = {}
+    unspecified = 0
     wrongs = []
     undecided = None
     compared = 0
@@ -263,6 +270,9 @@ def _compare(fn, prog, st: _Setup, ref: Reference) -> int:
                 raise Unsupported("unsupported: the reference stores bytes it cannot read as one value")
             elif matcher.same(int(e_t[k]), int(a_t[k])):
                 continue
+            elif terms.has_undef(int(e_t[k])):
+                unspecified += 1         # the reference's value depends on undefined inputs: any value is right
+                continue
             else:
                 w = witness(terms, int(e_t[k]), int(a_t[k]), evaluators=evaluators)
                 if w is None:
@@ -289,6 +299,7 @@ def _compare(fn, prog, st: _Setup, ref: Reference) -> int:
         raise _Undecided(f"unsupported: {info['buffer']}[{info['element']}] holds a term that differs in "
                          f"form from the reference's and agrees with it on every witness (an identity not in "
                          f"the list): expected {render(terms, e, 160)}, got {render(terms, a, 160)}")
+    st.unspecified += unspecified
     return compared
 
 
@@ -321,6 +332,7 @@ def validate_kernel(ttir: str, ptx: str, meta: dict | None, launch: Launch, *, n
             m.run()
             out.instructions += m.traffic.instructions
             out.elements += _compare(fn, prog, st, ref)
+            out.unspecified += st.unspecified
             out.pids.append(pid)
     except _Wrong as w:
         out.verdict, out.first_wrong = "wrong", w.info
@@ -371,12 +383,15 @@ def default_launch(ttir: str, given: dict | None = None) -> Launch:
     launch = Launch.from_json(given or {"grid": [2, 1, 1], "pids": [[0, 0, 0], [1, 0, 0]]})
     ints = [n for n, t in zip(fn.arg_names, fn.arg_types) if t.elem in ("i1", "i8", "i16", "i32", "i64")
             and not t.shape]
-    unknown = sorted(set(launch.args) - set(ints))
+    positions = {f"#{i}": n for i, (n, t) in enumerate(zip(fn.arg_names, fn.arg_types)) if n in ints}
+    unknown = sorted(set(launch.args) - set(ints) - set(positions))
     if unknown:
         raise BadLaunch(f"the kernel {fn.name} has no integer argument {unknown[0]!r} (it has: "
                         f"{', '.join(ints) or 'none'})")
+    given_by_position = {positions[k] for k in launch.args if k in positions}
     for n in ints:
-        launch.args.setdefault(n, DEFAULT_INT_ARG)
+        if n not in given_by_position:
+            launch.args.setdefault(n, DEFAULT_INT_ARG)
     return launch
 
 

@@ -384,7 +384,7 @@ class Machine:
         if busy.any():
             byte = int(np.asarray(idx)[busy > 0].reshape(-1)[0])
             raise Hazard(f"PTX line {ins.line}: {ins.opcode} overwrites shared byte {byte} that an asynchronous "
-                         f"operation in flight (wgmma or bulk copy) still reads")
+                         f"operation in flight (wgmma or bulk copy) still reads", byte=byte, line=ins.line)
 
     def _store_global(self, ins, addr, data, mask) -> None:
         self.glob.store(addr[mask], data[mask], self.tid[mask])

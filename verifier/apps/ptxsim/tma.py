@@ -288,7 +288,7 @@ def _tensor_load(m, ins, mask) -> None:
             ((sh.write_epoch[idx] == m.epoch) & (sh.write_warp[idx] != warp))
         if race.any():
             raise Hazard(f"PTX line {ins.line}: race: a bulk copy overwrites shared byte {int(idx[race][0])} another "
-                         f"warp used with no barrier in between")
+                         f"warp used with no barrier in between", byte=int(idx[race][0]), line=ins.line)
         mb = st.barriers.get(bar)
         if mb is None:
             raise Hazard(f"PTX line {ins.line}: a bulk copy completes on shared address {bar:#x}, where no mbarrier "
@@ -322,13 +322,15 @@ def _tensor_store(m, ins, mask) -> None:
         sh = m.shared
         check_pending(m, idx, ins)
         if sh.generic_dirty[idx].any():
-            raise Hazard(f"PTX line {ins.line}: a bulk store reads shared byte {int(idx[sh.generic_dirty[idx]][0])}, "
-                         f"written through the generic proxy with no fence.proxy.async in between")
+            byte = int(idx[sh.generic_dirty[idx]][0])
+            raise Hazard(f"PTX line {ins.line}: a bulk store reads shared byte {byte}, "
+                         f"written through the generic proxy with no fence.proxy.async in between", byte=byte,
+                         line=ins.line)
         warp = int(m.warp[t])
         race = (sh.write_epoch[idx] == m.epoch) & (sh.write_warp[idx] != warp)
         if race.any():
             raise Hazard(f"PTX line {ins.line}: race: a bulk store reads shared byte {int(idx[race][0])} another warp "
-                         f"wrote with no barrier in between")
+                         f"wrote with no barrier in between", byte=int(idx[race][0]), line=ins.line)
         data = sh.data[idx]
         if inside.any():
             m.store_bulk(ins, gaddr[inside].astype(np.uint64), data[inside], t)

@@ -165,7 +165,7 @@ def _smem_matrix(m, ins, desc_v: int, rows_mn: int, cols_k: int, ety: str, k_maj
     if sh.generic_dirty[idx].any():
         byte = int(idx[sh.generic_dirty[idx]][0])
         raise Hazard(f"PTX line {ins.line}: {ins.opcode} reads shared byte {byte}, written through the generic "
-                     f"proxy with no fence.proxy.async in between")
+                     f"proxy with no fence.proxy.async in between", byte=byte, line=ins.line)
     codes = sh.data[idx]
     ids = m.term_ids(codes, term_ty, np.ones(len(codes), dtype=bool), ins)
     return ids.reshape(rows_mn, cols_k), idx.reshape(-1)
