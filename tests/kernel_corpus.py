@@ -221,6 +221,13 @@ KERNELS = {
                                "stride_cn": 1},
                        attrs=_div16(0, 1, 2, 3, 4, 5, 6, 8, 10), options={"num_warps": 8, "num_stages": 2},
                        archs=(80, 90)),
+    "matmul_m16": dict(fn=matmul, sig={"a_ptr": F16, "b_ptr": F16, "c_ptr": F16, "M": "i32", "N": "i32", "K": "i32",
+                                       "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32", "stride_bn": "i32",
+                                       "stride_cm": "i32", "stride_cn": "i32"},
+                       consts={"BM": 16, "BN": 64, "BK": 32, "GROUP_M": 8, "stride_ak": 1, "stride_bn": 1,
+                               "stride_cn": 1},
+                       attrs=_div16(0, 1, 2, 3, 4, 5, 6, 8, 10), options={"num_warps": 4, "num_stages": 3},
+                       archs=(80, 90)),
     "attention": dict(fn=attention, sig={"Q": F16, "K": F16, "V": F16, "Out": F16, "sm_scale": "fp32",
                                          "stride_m": "i32", "N_CTX": "i32"},
                       consts={"HEAD_DIM": 64, "BLOCK_M": 64, "BLOCK_N": 32}, attrs=_div16(0, 1, 2, 3, 5, 6),
@@ -251,6 +258,9 @@ LAUNCH = {
     "matmul_128": {"args": {"M": 128, "N": 128, "K": 64, "stride_am": 64, "stride_bk": 128, "stride_cm": 128},
                    "grid": [1, 1, 1], "pids": [[0, 0, 0]],
                    "views": {"a_ptr": [128, 64], "b_ptr": [64, 128], "c_ptr": [128, 128]}},
+    "matmul_m16": {"args": {"M": 48, "N": 64, "K": 80, "stride_am": 80, "stride_bk": 64, "stride_cm": 64},
+                   "grid": [3, 1, 1], "pids": [[0, 0, 0], [2, 0, 0]],
+                   "views": {"a_ptr": [48, 80], "b_ptr": [80, 64], "c_ptr": [48, 64]}},
     "attention": {"args": {"stride_m": 64, "N_CTX": 96}, "grid": [2, 1, 1], "pids": [[0, 0, 0], [1, 0, 0]],
                   "views": {"Q": [128, 64], "K": [96, 64], "V": [96, 64], "Out": [128, 64]}},
     "matmul_tma_persistent": {"args": {"M": 128, "N": 128, "K": 96}, "grid": [2, 1, 1],
@@ -260,6 +270,28 @@ LAUNCH = {
     "softmax": {"args": {"n_cols": 200, "stride": 208}, "grid": [3, 1, 1], "pids": [[0, 0, 0], [2, 0, 0]]},
     "transpose": {"args": {}, "grid": [1, 1, 1], "pids": [[0, 0, 0]]},
     "column_sum": {"args": {}, "grid": [2, 1, 1], "pids": [[0, 0, 0], [1, 0, 0]]},
+}
+
+
+#: launches for the GPU tests (``tests/test_gpu_kernel_models.py``): every program of the grid is
+#: modelled, every buffer has a view (its size), and tiles are cut by the tensors' edges (masks, TMA
+#: out-of-bounds fill)
+GPU_LAUNCH = {
+    "layer_norm": dict(LAUNCH["layer_norm"], pids=[[p, 0, 0] for p in range(4)],
+                       views={"X": [4, 320], "Y": [4, 320], "W": [320], "B": [320], "Mean": [4], "Rstd": [4]}),
+    "matmul": dict(LAUNCH["matmul"], grid=[4, 1, 1], pids=[[p, 0, 0] for p in range(4)]),
+    "matmul_m16": dict(LAUNCH["matmul_m16"], pids=[[p, 0, 0] for p in range(3)]),
+    "attention": LAUNCH["attention"],
+    "matmul_tma_persistent": {"args": {"M": 112, "N": 80, "K": 80}, "grid": [2, 1, 1],
+                              "pids": [[0, 0, 0], [1, 0, 0]],
+                              "views": {"a_ptr": [112, 80], "b_ptr": [80, 80], "c_ptr": [112, 80]}},
+    "matmul_fp8_scaled": dict(LAUNCH["matmul_fp8_scaled"], views={"a_ptr": [128, 128], "b_ptr": [64, 128],
+                                                                  "c_ptr": [128, 64], "scale_a": [1],
+                                                                  "scale_b": [1]}),
+    "softmax": dict(LAUNCH["softmax"], pids=[[p, 0, 0] for p in range(3)],
+                    views={"x_ptr": [3, 208], "y_ptr": [3, 208]}),
+    "transpose": dict(LAUNCH["transpose"], views={"x_ptr": [64, 32], "y_ptr": [32, 64]}),
+    "column_sum": dict(LAUNCH["column_sum"], views={"x_ptr": [64, 32], "y_ptr": [2, 32]}),
 }
 
 

@@ -168,6 +168,38 @@ def test_reference_layer_norm_is_numpy_layer_norm(corpus):
     assert finite.sum() > 250 and np.allclose(got[finite], want[finite], rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.parametrize("name,arch", [("matmul", 90), ("matmul_m16", 90), ("matmul_tma_persistent", 90),
+                                       ("matmul_fp8_scaled", 90)])
+def test_the_ptx_models_values_are_numpys(corpus, name, arch):
+    """What the PTX machine says the kernel stores (wgmma descriptors and swizzles, mma.sync
+    fragments, TMA boxes with out-of-bounds fill), evaluated on the GPU tests' inputs, is numpy's
+    product of the same inputs: the values ``tests/test_gpu_kernel_models.py`` compares with the GPU."""
+    from kernel_corpus import GPU_LAUNCH
+    from layoutverify.apps.kernels import terms as T
+    from layoutverify.apps.kernels.match import leaf_values
+    from layoutverify.apps.kernels.validate import model_stores
+    kf = _files(corpus, "3.9", name, arch, [(name, arch)])
+    ttir, ptx, meta, _ = kf.read()
+    launch = GPU_LAUNCH[name]
+    got = model_stores(ttir, ptx, meta, Launch.from_json(launch))
+    views = launch["views"]
+
+    def inputs(region, shape):
+        return leaf_values(((region + 1) << T.LEAF_BITS) | np.arange(int(np.prod(shape))), 1).reshape(shape)
+    a, b = inputs(0, views["a_ptr"]), inputs(1, views["b_ptr"])
+    if name == "matmul_tma_persistent":
+        want = a @ b.T                             # b is N x K
+    elif name == "matmul_fp8_scaled":
+        want = (a @ b.T) * (inputs(3, [1])[0] * inputs(4, [1])[0])
+    else:
+        want = a @ b
+    want = want.astype(np.float32).astype(np.float16).astype(np.float64).reshape(-1)
+    c = got["c_ptr"]
+    idx = np.array(sorted(c))
+    assert len(idx) == want.size or name == "matmul_m16"
+    assert np.array_equal(np.array([c[i] for i in idx]), want[idx])
+
+
 # -- the mutation catalogue -------------------------------------------------------------------------------
 def _sub_once(pattern, repl, text, flags=0):
     new, n = re.subn(pattern, repl, text, count=1, flags=flags)

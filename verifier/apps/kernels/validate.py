@@ -419,3 +419,40 @@ def validate_kernel_folder(path: str, launch: Launch | dict | None = None, *,
     if len(kernels) != 1:
         raise BadLaunch(f"{path} holds {len(kernels)} kernels; give one kernel's folder")
     return validate_files(kernels[0], launch, time_limit=time_limit)
+
+
+def model_stores(ttir: str, ptx: str, meta: dict | None, launch: Launch, *, seed: int = 1,
+                 check_proxy_fences: bool = False) -> dict:
+    """What the PTX stores, by this interpreter's model of the hardware, when every input element
+    takes its witness value (:func:`~.match.leaf_values` of ``seed``): ``{buffer: {element index:
+    value}}`` over the launch's program ids, plus ``"__inputs__": {buffer or float argument: the
+    leaf region}`` so that a caller can build the same inputs. The GPU tests compare these values
+    with a run of the same PTX on the device."""
+    from .match import Evaluator
+    meta = meta or {}
+    fn, prog = parse_ttir(ttir), parse_ptx(ptx)
+    threads = int(meta.get("num_warps") or 0) * int(meta.get("warp_size") or 32) or prog.threads
+    out: dict = {}
+    for pid in launch.pids:
+        st = _setup(fn, prog, meta, launch)
+        m = SymbolicMachine(prog, threads=threads, memory=st.mem_ptx, terms=st.terms, pid=pid, grid=launch.grid)
+        m.param_values.update(st.params)
+        m.check_proxy_fences = check_proxy_fences
+        m.run()
+        ev = Evaluator(st.terms, seed)
+        for r, reg in enumerate(st.mem_ptx.regions):
+            if reg.kind != "symbolic":
+                continue
+            offs, codes, _ = st.mem_ptx.written_bytes(r)
+            if not offs.size:
+                continue
+            es = reg.elem_bytes
+            elems = np.unique(offs // es)
+            idx = elems[:, None] * es + np.arange(es)[None, :]
+            raw = st.mem_ptx.load((st.mem_ptx.base(r) + idx.reshape(-1)).astype(np.uint64), 1).reshape(idx.shape)
+            ids = _element_terms(st.terms, raw, st.terms.regions[reg.term_region].dtype)
+            vals = out.setdefault(reg.name, {})
+            for e, t in zip(elems.tolist(), ids.tolist()):
+                vals[e] = ev.value(int(t)) if t >= 0 else float("nan")
+        out["__inputs__"] = {reg.name: i for i, reg in enumerate(st.terms.regions)}
+    return out

@@ -81,6 +81,7 @@ class Machine:
         self.reg_pending: dict[str, np.ndarray] = {}   # registers an async operation (wgmma) still writes
         self.in_async_op = False
         self.tensormaps: dict = {}               # address -> tma.TensorMap passed by value (kernel parameters)
+        self.check_proxy_fences = True           # False: compute what the PTX does without the proxy-fence check
         self.wait_failed = False
         self._dispatch = {name: (lambda h: (lambda ins, mask: h(self, ins, mask)))(h)
                           for name, h in semantics.HANDLERS.items()}
@@ -630,6 +631,7 @@ class Machine:
         finally:
             self.in_async_op = False
         self.tensormaps: dict = {}               # address -> tma.TensorMap passed by value (kernel parameters)
+        self.check_proxy_fences = True           # False: compute what the PTX does without the proxy-fence check
         self.wait_failed = False
 
     def negate(self, ids, ty):

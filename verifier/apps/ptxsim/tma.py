@@ -321,7 +321,7 @@ def _tensor_store(m, ins, mask) -> None:
         idx = saddr[:, None] + np.arange(eb)[None, :]
         sh = m.shared
         check_pending(m, idx, ins)
-        if sh.generic_dirty[idx].any():
+        if m.check_proxy_fences and sh.generic_dirty[idx].any():
             byte = int(idx[sh.generic_dirty[idx]][0])
             raise Hazard(f"PTX line {ins.line}: a bulk store reads shared byte {byte}, "
                          f"written through the generic proxy with no fence.proxy.async in between", byte=byte,

@@ -162,7 +162,7 @@ def _smem_matrix(m, ins, desc_v: int, rows_mn: int, cols_k: int, ety: str, k_maj
     if (idx < 0).any() or (idx >= sh.data.size).any():
         raise SimError(f"PTX line {ins.line}: a wgmma operand outside shared memory")
     check_pending(m, idx, ins)
-    if sh.generic_dirty[idx].any():
+    if m.check_proxy_fences and sh.generic_dirty[idx].any():
         byte = int(idx[sh.generic_dirty[idx]][0])
         raise Hazard(f"PTX line {ins.line}: {ins.opcode} reads shared byte {byte}, written through the generic "
                      f"proxy with no fence.proxy.async in between", byte=byte, line=ins.line)
