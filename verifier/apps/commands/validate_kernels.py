@@ -159,11 +159,19 @@ def render_text(outcomes, quiet: bool = False) -> str:
         head = f"{o.verdict:<11} {o.name} ({o.arch or '?'}, Triton {o.triton or '?'}) {o.seconds:.1f} s"
         lines.append(head)
         if o.verdict == "valid":
-            lines.append(f"            {o.elements} stored elements, program ids "
+            extra = (f" ({o.unspecified} computed from undefined inputs: any value accepted)"
+                     if o.unspecified else "")
+            lines.append(f"            {o.elements} stored elements{extra}, program ids "
                          f"{', '.join(str(list(p)) for p in o.pids)}")
         else:
             lines.append(f"            {o.reason}")
             fw = o.first_wrong or {}
+            if fw.get("what") == "hazard" and "shared_byte" in fw:
+                held = fw.get("element_in_flight") or fw.get("element_held")
+                where = f"shared byte {fw['shared_byte']}" + (f" holding {held}" if held else "")
+                if fw.get("source"):
+                    where += f" ({fw['source']})"
+                lines.append(f"            first wrong element: {where}")
             if fw.get("buffer") is not None:
                 where = f"{fw['buffer']}[{fw['element']}]"
                 if fw.get("tensor_index"):
