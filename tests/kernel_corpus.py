@@ -147,6 +147,66 @@ def matmul_tma_persistent(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl
         c_desc.store([offs_am, offs_bn], acc.to(tl.float16))
 
 
+# persistent matmul with host-side tensor descriptors passed by value (tutorial 09)
+@triton.jit
+def matmul_tma_host(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, tl.num_programs(0), flatten=False):
+        pid_m = tile_id // num_pid_n
+        pid_n = tile_id % num_pid_n
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = a_desc.load([pid_m * BM, ki * BK])
+            b = b_desc.load([pid_n * BN, ki * BK])
+            acc = tl.dot(a, b.T, acc)
+        c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
+
+
+# -------------------------------------------------------------------------------------------------
+# grouped GEMM (tutorial 08): pointer arrays, per-group sizes, a while loop over tiles
+@triton.jit
+def grouped_matmul(group_a_ptrs, group_b_ptrs, group_c_ptrs, group_gemm_sizes, g_lds, group_size,
+                   NUM_SM: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    tile_idx = tl.program_id(0)
+    last_problem_end = 0
+    for g in range(group_size):
+        gm = tl.load(group_gemm_sizes + g * 3)
+        gn = tl.load(group_gemm_sizes + g * 3 + 1)
+        gk = tl.load(group_gemm_sizes + g * 3 + 2)
+        num_m_tiles = tl.cdiv(gm, BM)
+        num_n_tiles = tl.cdiv(gn, BN)
+        num_tiles = num_m_tiles * num_n_tiles
+        while tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles:
+            lda = tl.load(g_lds + g * 3)
+            ldb = tl.load(g_lds + g * 3 + 1)
+            ldc = tl.load(g_lds + g * 3 + 2)
+            a_ptr = tl.load(group_a_ptrs + g).to(tl.pointer_type(tl.float16))
+            b_ptr = tl.load(group_b_ptrs + g).to(tl.pointer_type(tl.float16))
+            c_ptr = tl.load(group_c_ptrs + g).to(tl.pointer_type(tl.float16))
+            tile_in_gemm = tile_idx - last_problem_end
+            tile_m = tile_in_gemm // num_n_tiles
+            tile_n = tile_in_gemm % num_n_tiles
+            offs_am = tile_m * BM + tl.arange(0, BM)
+            offs_bn = tile_n * BN + tl.arange(0, BN)
+            offs_k = tl.arange(0, BK)
+            a_ptrs = a_ptr + offs_am[:, None] * lda + offs_k[None, :]
+            b_ptrs = b_ptr + offs_k[:, None] * ldb + offs_bn[None, :]
+            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            for kk in range(0, tl.cdiv(gk, BK)):
+                acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+                a_ptrs += BK
+                b_ptrs += BK * ldb
+            offs_cm = tile_m * BM + tl.arange(0, BM)
+            offs_cn = tile_n * BN + tl.arange(0, BN)
+            tl.store(c_ptr + ldc * offs_cm[:, None] + offs_cn[None, :], acc.to(tl.float16))
+            tile_idx += NUM_SM
+        last_problem_end = last_problem_end + num_tiles
+
+
 # -------------------------------------------------------------------------------------------------
 # fp8 matmul with per-tensor scales (sm_90): e4m3 operands, fp32 accumulation, fp16 result
 @triton.jit
@@ -236,6 +296,17 @@ KERNELS = {
                                                                  "M": "i32", "N": "i32", "K": "i32"},
                                   consts={"BM": 64, "BN": 64, "BK": 32}, attrs=_div16(0, 1, 2, 3, 4, 5),
                                   options={"num_warps": 4, "num_stages": 3}, archs=(90,)),
+    "matmul_tma_host": dict(fn=matmul_tma_host, sig={"a_desc": "tensordesc<fp16[64, 32]>",
+                                                     "b_desc": "tensordesc<fp16[64, 32]>",
+                                                     "c_desc": "tensordesc<fp16[64, 64]>", "M": "i32", "N": "i32",
+                                                     "K": "i32"},
+                            consts={"BM": 64, "BN": 64, "BK": 32}, attrs=_div16(3, 4, 5),
+                            options={"num_warps": 4, "num_stages": 3}, archs=(90,)),
+    "grouped_matmul": dict(fn=grouped_matmul, sig={"group_a_ptrs": "*i64", "group_b_ptrs": "*i64",
+                                                   "group_c_ptrs": "*i64", "group_gemm_sizes": "*i32",
+                                                   "g_lds": "*i32", "group_size": "i32"},
+                           consts={"NUM_SM": 4, "BM": 64, "BN": 64, "BK": 32}, attrs=_div16(0, 1, 2, 3, 4),
+                           options={"num_warps": 4, "num_stages": 3}, archs=(80, 90)),
     "matmul_fp8_scaled": dict(fn=matmul_fp8_scaled, sig={"a_ptr": F8, "b_ptr": F8, "c_ptr": F16,
                                                          "scale_a": F32, "scale_b": F32, "K": "i32"},
                               consts={"BM": 64, "BN": 64, "BK": 64}, attrs=_div16(0, 1, 2, 5),
@@ -266,6 +337,18 @@ LAUNCH = {
     "matmul_tma_persistent": {"args": {"M": 128, "N": 128, "K": 96}, "grid": [2, 1, 1],
                               "pids": [[0, 0, 0], [1, 0, 0]],
                               "views": {"a_ptr": [128, 96], "b_ptr": [128, 96], "c_ptr": [128, 128]}},
+    "matmul_tma_host": {"args": {"M": 112, "N": 80, "K": 80}, "grid": [2, 1, 1], "pids": [[0, 0, 0], [1, 0, 0]],
+                        "descriptors": {"a_desc": {"shape": [112, 80]}, "b_desc": {"shape": [80, 80]},
+                                        "c_desc": {"shape": [112, 80]}}},
+    "grouped_matmul": {
+        "args": {"group_size": 2}, "grid": [4, 1, 1], "pids": [[0, 0, 0], [3, 0, 0]],
+        "symbols": {"A0": {"dtype": "f16", "shape": [64, 64]}, "B0": {"dtype": "f16", "shape": [64, 128]},
+                    "C0": {"dtype": "f16", "shape": [64, 128]}, "A1": {"dtype": "f16", "shape": [128, 32]},
+                    "B1": {"dtype": "f16", "shape": [32, 64]}, "C1": {"dtype": "f16", "shape": [128, 64]}},
+        "buffers": {"group_a_ptrs": {"pointers": ["A0", "A1"]}, "group_b_ptrs": {"pointers": ["B0", "B1"]},
+                    "group_c_ptrs": {"pointers": ["C0", "C1"]},
+                    "group_gemm_sizes": {"i32": [64, 128, 64, 128, 64, 32]},
+                    "g_lds": {"i32": [64, 128, 128, 32, 64, 64]}}},
     "matmul_fp8_scaled": {"args": {"K": 128}, "grid": [2, 1, 1], "pids": [[0, 0, 0], [1, 0, 0]]},
     "softmax": {"args": {"n_cols": 200, "stride": 208}, "grid": [3, 1, 1], "pids": [[0, 0, 0], [2, 0, 0]]},
     "transpose": {"args": {}, "grid": [1, 1, 1], "pids": [[0, 0, 0]]},
@@ -285,6 +368,7 @@ GPU_LAUNCH = {
     "matmul_tma_persistent": {"args": {"M": 112, "N": 80, "K": 80}, "grid": [2, 1, 1],
                               "pids": [[0, 0, 0], [1, 0, 0]],
                               "views": {"a_ptr": [112, 80], "b_ptr": [80, 80], "c_ptr": [112, 80]}},
+    "matmul_tma_host": LAUNCH["matmul_tma_host"],
     "matmul_fp8_scaled": dict(LAUNCH["matmul_fp8_scaled"], views={"a_ptr": [128, 128], "b_ptr": [64, 128],
                                                                   "c_ptr": [128, 64], "scale_a": [1],
                                                                   "scale_b": [1]}),
@@ -301,12 +385,15 @@ def positional_launch(name: str) -> dict:
     spec = KERNELS[name]
     order = [a for a in spec["sig"] if a not in spec["consts"]]
     launch = dict(LAUNCH[name])
-    launch["args"] = {f"#{order.index(k)}": v for k, v in LAUNCH[name]["args"].items()}
+    launch["args"] = {**LAUNCH[name]["args"], **{f"#{order.index(k)}": v for k, v in LAUNCH[name]["args"].items()}}
     views = {}
     for k, v in LAUNCH[name].get("views", {}).items():
         views[k] = v
         views[f"arg{order.index(k)}"] = v
     launch["views"] = views
+    if "buffers" in LAUNCH[name]:
+        launch["buffers"] = {**LAUNCH[name]["buffers"],
+                             **{f"arg{order.index(k)}": v for k, v in LAUNCH[name]["buffers"].items()}}
     return launch
 
 

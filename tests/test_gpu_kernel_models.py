@@ -29,12 +29,14 @@ MODELS = {
     "attention": "wgmma with A in registers, the D fragment",
     "matmul_tma_persistent": "TMA box writes (swizzled), out-of-bounds zero fill, TMA store clipping",
     "matmul_fp8_scaled": "wgmma e4m3 K-major descriptors",
+    "matmul_tma_host": "tensor maps passed by value (TensorDescriptor), TMA out-of-bounds fill",
     "layer_norm": "reductions through shuffles and shared memory",
     "softmax": "reductions, ex2.approx",
     "transpose": "ldmatrix.trans / shared-memory transposes",
     "column_sum": "reductions across warps",
 }
-EXACT = {"matmul", "matmul_m16", "matmul_tma_persistent", "matmul_fp8_scaled", "transpose", "column_sum"}
+EXACT = {"matmul", "matmul_m16", "matmul_tma_persistent", "matmul_tma_host", "matmul_fp8_scaled", "transpose",
+         "column_sum"}
 
 
 def _torch_dtype(torch, elem: str):
@@ -54,12 +56,12 @@ def test_the_gpu_computes_what_the_model_says(name):
 
     from layoutverify.apps.kernels import terms as T
     from layoutverify.apps.kernels.match import leaf_values
-    from layoutverify.apps.kernels.ttir import parse_ttir
+    from layoutverify.apps.kernels.ttir import parse_ttir, parse_type
     from layoutverify.apps.kernels.validate import Launch, model_stores
     arch = _arch()
     if arch not in KERNELS[name]["archs"] and arch // 10 != 9:
         pytest.skip(f"{name} is compiled for sm_{KERNELS[name]['archs']}, this GPU is sm_{arch}")
-    if arch < 90 and name in ("matmul_tma_persistent", "matmul_fp8_scaled"):
+    if arch < 90 and name in ("matmul_tma_persistent", "matmul_tma_host", "matmul_fp8_scaled"):
         pytest.skip("needs sm_90")
     kernel = compile_one(name, 90 if arch >= 90 else arch)
     ttir, ptx = kernel.asm["ttir"], kernel.asm["ptx"]
@@ -71,16 +73,26 @@ def test_the_gpu_computes_what_the_model_says(name):
     predicted.pop("__inputs__")
     fn = parse_ttir(ttir)
     spec = KERNELS[name]
-    names = [a for a in spec["sig"] if a not in spec["consts"]]      # the TTIR's arguments, in order
     values, buffers, region = {}, {}, 0
-    for arg_name, ty in zip(names, fn.arg_types):
-        if ty.is_ptr or ty.elem in ("f16", "bf16", "f32"):
-            leaves = ((region + 1) << T.LEAF_BITS) | np.arange(int(np.prod(launch.views.get(arg_name, [1]))))
+    for arg_name, ty in zip(fn.arg_names, fn.arg_types):
+        if "." in arg_name:                     # a host descriptor's shape and strides: the launcher's
+            continue
+        if ty.is_ptr or ty.elem.startswith("desc<") or ty.elem in ("f16", "bf16", "f32"):
+            shape = (launch.descriptors[arg_name]["shape"] if ty.elem.startswith("desc<")
+                     else launch.views.get(arg_name, [1]))
+            leaves = ((region + 1) << T.LEAF_BITS) | np.arange(int(np.prod(shape)))
             region += 1                         # the validator numbers symbolic regions in this order
             vals = leaf_values(leaves, 1)
-            if ty.is_ptr:
-                t = torch.tensor(vals, dtype=torch.float32).to(_torch_dtype(torch, ty.pointee)).cuda()
-                buffers[arg_name] = values[arg_name] = t
+            if ty.is_ptr or ty.elem.startswith("desc<"):
+                elem = ty.pointee if ty.is_ptr else parse_type(ty.elem[5:-1].rsplit("x", 1)[-1]).elem
+                t = torch.tensor(vals, dtype=torch.float32).to(_torch_dtype(torch, elem)).cuda()
+                buffers[arg_name] = t
+                if ty.is_ptr:
+                    values[arg_name] = t
+                else:
+                    from triton.tools.tensor_descriptor import TensorDescriptor
+                    block = [int(x) for x in ty.elem[5:-1].split("x")[:-1]]
+                    values[arg_name] = TensorDescriptor.from_tensor(t.view(*shape), block)
             else:
                 values[arg_name] = float(vals[0])
         else:

@@ -16,7 +16,8 @@ from kernel_corpus import LAUNCH
 from service_harness import Server, http, jhttp
 
 from layoutverify.apps.kernels.folder import find_kernels
-from layoutverify.apps.service.validate_route import MAX_MEMBERS, MAX_TARBALL, read_kernel_tarball
+from layoutverify.apps.service.validate_job import MAX_MEMBERS, read_kernel_tarball
+from layoutverify.apps.service.validate_route import MAX_TARBALL
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +139,7 @@ def test_links_and_paths_are_never_followed(tmp_path):
 
 
 def test_a_compression_bomb_stops_at_the_member_limit():
-    from layoutverify.apps.service.validate_route import MAX_MEMBER
+    from layoutverify.apps.service.validate_job import MAX_MEMBER
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         info = tarfile.TarInfo("k.ptx")

@@ -117,7 +117,7 @@ def _launch_for(spec: dict | None, name: str) -> dict | None:
 
 
 def _check_launch_json(d: dict) -> None:
-    known = {"args", "grid", "pids", "views"}
+    known = {"args", "grid", "pids", "views", "buffers", "symbols", "descriptors"}
     bad = sorted(set(d) - known)
     if bad:
         raise LayoutError(f"launch: unknown field {bad[0]!r} (known: {', '.join(sorted(known))})")

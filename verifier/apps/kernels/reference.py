@@ -105,6 +105,8 @@ class Reference:
         for op in ops:
             if op.name in ("scf.yield", "tt.reduce.return"):
                 return [self.env[o] for o in op.operands]
+            if op.name == "scf.condition":
+                return ("condition", self.scalar(op.operands[0]), [self.env[o] for o in op.operands[1:]])
             if op.name == "tt.return":
                 return None
             handler = _HANDLERS.get(op.name)
@@ -552,6 +554,39 @@ def _for(r: Reference, op: Op):
     return carried or None
 
 
+def _while(r: Reference, op: Op):
+    """``scf.while``: the before region computes the condition and the values it passes on; the
+    after region (the body) runs while the condition holds."""
+    carried = [r.get(o) for o in op.operands]
+    before, after = op.regions[0][0], op.regions[1][0]
+    names = op.attrs["before_args"]
+    for _ in range(MAX_LOOP_STEPS):
+        for n, v in zip(names, carried):
+            r.env[n] = v
+        got = r._block(before.ops)
+        if not (isinstance(got, tuple) and got[0] == "condition"):
+            raise Unsupported("unsupported: an scf.while whose first region does not end in scf.condition")
+        _, cond, passed = got
+        if not cond:
+            return passed or None
+        for n, v in zip(after.args, passed):
+            r.env[n] = v
+        carried = r._block(after.ops) or []
+    raise Unsupported(f"unsupported: a loop of more than {MAX_LOOP_STEPS} iterations")
+
+
+def _int_to_ptr(r: Reference, op: Op):
+    v = r.get(op.operands[0])
+    if v.kind != "int":
+        raise Unsupported("unsupported: a pointer made from data")
+    return Val("ptr", op.types[0], np.asarray(v.v).astype(np.int64))
+
+
+def _ptr_to_int(r: Reference, op: Op):
+    v = r.get(op.operands[0])
+    return Val("int", op.types[0], np.asarray(v.v).astype(np.int64))
+
+
 def _if(r: Reference, op: Op):
     c = r.scalar(op.operands[0])
     region = op.regions[0] if c else (op.regions[1] if len(op.regions) > 1 else None)
@@ -656,6 +691,7 @@ _HANDLERS = {
     "tt.precise_divf": _float_op("div"),
     "arith.extf": _cast("cvt"), "arith.truncf": _cast("cvt"), "arith.sitofp": _cast("cvt.si"),
     "arith.uitofp": _cast("cvt.ui"), "tt.fp_to_fp": _fp_to_fp, "arith.cmpf": _cmpf,
-    "tt.dot": _dot, "tt.reduce": _reduce, "scf.for": _for, "scf.if": _if,
+    "tt.dot": _dot, "tt.reduce": _reduce, "scf.for": _for, "scf.if": _if, "scf.while": _while,
+    "tt.int_to_ptr": _int_to_ptr, "tt.ptr_to_int": _ptr_to_int,
     "tt.make_tensor_descriptor": _make_desc, "tt.descriptor_load": _desc_load, "tt.descriptor_store": _desc_store,
 }

@@ -287,6 +287,11 @@ def _parse_op(no: int, text: str, loc, src: _Lines) -> Op:
         text = text[m.end():]
     if text.startswith('"'):
         return _parse_generic(no, text, loc, src, results)
+    if text.startswith("scf.condition("):
+        cond, _, rest = text[len("scf.condition("):].partition(")")
+        op = Op(name="scf.condition", results=results, operands=[cond.strip()], attrs={}, types=[], line=no, loc=loc)
+        op.operands += _operand_names(_types_after_colon(op, rest.strip()))
+        return op
     name, _, rest = text.partition(" ")
     op = Op(name=name, results=results, operands=[], attrs={}, types=[], line=no, loc=loc)
     reader = _CUSTOM.get(name, _read_default)
@@ -297,7 +302,7 @@ def _parse_op(no: int, text: str, loc, src: _Lines) -> Op:
         while True:
             blocks, closing = _parse_block_body(src)
             regions.append(blocks)
-            if closing.startswith("} else {"):
+            if closing.startswith(("} else {", "} do {")):
                 continue
             break
         op.regions = regions
@@ -432,6 +437,20 @@ def _read_for(op: Op, rest: str) -> None:
         if "{" in tail else {}
 
 
+def _read_while(op: Op, rest: str) -> None:
+    """``scf.while (%a = %init, ...) : (types) -> types``"""
+    m = re.match(r"^\((.*?)\)\s*:\s*\((.*?)\)\s*->\s*(.*)$", rest.strip())
+    if not m:
+        raise ParseError(f"TTIR line {op.line}: cannot read scf.while {rest[:80]!r}", token="scf.while")
+    op.attrs["before_args"] = []
+    for a in _split_top(m.group(1)):
+        n, _, v = a.partition("=")
+        op.attrs["before_args"].append(n.strip())
+        op.operands.append(v.strip())
+    outs = m.group(3).strip().strip("()")
+    op.types = [parse_type(t) for t in _split_top(outs)] if outs else []
+
+
 def _read_if(op: Op, rest: str) -> None:
     m = re.match(r"^(%[\w$.#]+)\s*(?:->\s*\((.*)\)|->\s*(\S+))?", rest.strip())
     op.operands = [m.group(1)]
@@ -469,7 +488,7 @@ def _read_make_desc(op: Op, rest: str) -> None:
 _CUSTOM = {
     "arith.constant": _read_constant, "arith.cmpi": _read_cmp, "arith.cmpf": _read_cmp,
     "tt.get_program_id": _read_pid, "tt.get_num_programs": _read_pid, "tt.make_range": _read_range,
-    "tt.dot": _read_dot, "scf.for": _read_for, "scf.if": _read_if, "scf.yield": _read_yield,
+    "tt.dot": _read_dot, "scf.for": _read_for, "scf.if": _read_if, "scf.while": _read_while, "scf.yield": _read_yield,
     "tt.reduce.return": _read_yield, "tt.return": _read_yield, "tt.descriptor_load": _read_descriptor_load,
     "tt.descriptor_store": _read_descriptor_load, "tt.make_tensor_descriptor": _read_make_desc,
 }

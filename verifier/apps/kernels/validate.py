@@ -54,12 +54,24 @@ class Launch:
     grid: tuple = (1, 1, 1)
     pids: list = field(default_factory=lambda: [(0, 0, 0)])
     views: dict = field(default_factory=dict)
+    #: pointer arguments whose buffers hold concrete data (they steer control or addresses):
+    #: ``{NAME: {"i32": [...]}}``, ``{"i64": [...]}`` or ``{"pointers": [SYMBOL, ...]}`` (the
+    #: base addresses of symbolic buffers named in ``symbols``)
+    buffers: dict = field(default_factory=dict)
+    #: symbolic buffers that no argument names (reached through pointers in ``buffers``):
+    #: ``{SYMBOL: {"dtype": "f16", "shape": [R, C]}}``
+    symbols: dict = field(default_factory=dict)
+    #: tensor descriptors passed by value (host-side ``TensorDescriptor``): ``{NAME: {"shape": [...],
+    #: "strides": [...], "padding": "zero"}}``; each describes a symbolic buffer of its own
+    descriptors: dict = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, d: dict) -> "Launch":
         grid = tuple(int(x) for x in (list(d.get("grid", [1])) + [1, 1])[:3])
         pids = [tuple(int(x) for x in (list(p) + [0, 0])[:3]) for p in d.get("pids", [[0]])]
-        return cls(args=dict(d.get("args", {})), grid=grid, pids=pids, views=dict(d.get("views", {})))
+        return cls(args=dict(d.get("args", {})), grid=grid, pids=pids, views=dict(d.get("views", {})),
+                   buffers=dict(d.get("buffers", {})), symbols=dict(d.get("symbols", {})),
+                   descriptors=dict(d.get("descriptors", {})))
 
 
 @dataclass
@@ -121,6 +133,7 @@ class _Setup:
     mem_ptx: Memory
     ref_args: list
     params: dict                      # PTX parameter name -> bytes
+    tensormaps: dict                  # PTX parameter name -> the tensor map it holds by value
     outputs: list                     # region indices (every region is compared)
     unspecified: int = 0              # stored elements whose reference value depends on undefined inputs
 
@@ -128,13 +141,29 @@ class _Setup:
 def _setup(fn: Function, prog, meta: dict, launch: Launch) -> _Setup:
     terms = T.Terms()
     mref, mptx = Memory(terms), Memory(terms)
-    ref_args, params = [], {}
+    ref_args, params, tensormaps = [], {}, {}
     ptx_params = prog.params
+    n_desc = 0
     if len(ptx_params) < len(fn.args):
         raise Unsupported(f"unsupported: the PTX has {len(ptx_params)} parameters, the TTIR {len(fn.args)}")
+    symbols = {}
+    for sym, spec in launch.symbols.items():
+        dtype = str(spec.get("dtype", "")) if isinstance(spec, dict) else ""
+        if dtype not in T.TYPE_BYTES:
+            raise BadLaunch(f"launch: symbol {sym!r} needs a dtype (one of {', '.join(sorted(T.TYPE_BYTES))})")
+        shape = spec.get("shape")
+        tr = terms.region(sym, dtype, shape)
+        symbols[sym] = mref.add_symbolic(sym, dtype, shape, term_region=tr)
+        mptx.add_symbolic(sym, dtype, shape, term_region=tr)
     for i, (name, ty, attrs) in enumerate(zip(fn.arg_names, fn.arg_types, fn.arg_attrs)):
         pname = ptx_params[i]
-        if ty.is_ptr and not ty.shape:
+        if ty.is_ptr and not ty.shape and name in launch.buffers:
+            data = _concrete_buffer(name, launch.buffers[name], symbols)
+            base = mref.add_concrete(name, data)
+            mptx.add_concrete(name, data)
+            ref_args.append(Val("ptr", ty, np.array(base, dtype=np.int64)))
+            params[pname] = from_uint(np.array([base], dtype=np.uint64), 8)[0]
+        elif ty.is_ptr and not ty.shape:
             elem = ty.pointee
             if elem not in T.TYPE_BYTES:
                 raise Unsupported(f"unsupported: a pointer to {elem} ({name})")
@@ -150,6 +179,10 @@ def _setup(fn: Function, prog, meta: dict, launch: Launch) -> _Setup:
             ref_args.append(Val("int", ty, np.array(v, dtype=np.int64)))
             w = max(1, {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}[ty.elem])
             params[pname] = from_uint(np.array([v & ((1 << (8 * w)) - 1)], dtype=np.uint64), w)[0]
+        elif ty.elem.startswith("desc<"):
+            ref_args.append(_host_descriptor(name, ty, launch, terms, mref, mptx, meta, n_desc, pname, params,
+                                             tensormaps))
+            n_desc += 1
         elif ty.elem in ("f16", "bf16", "f32", "f64") and not ty.shape:
             tr = terms.region(name, ty.elem)
             leaf = terms.leaf(tr, 0)
@@ -167,7 +200,78 @@ def _setup(fn: Function, prog, meta: dict, launch: Launch) -> _Setup:
         if mptx.add_scratch(f"scratch{j}", size) != base:
             raise AssertionError("the two memories must place buffers alike")
         params[pname] = from_uint(np.array([base], dtype=np.uint64), 8)[0]
-    return _Setup(terms, mref, mptx, ref_args, params, list(range(len(mref.regions))))
+    return _Setup(terms, mref, mptx, ref_args, params, tensormaps, list(range(len(mref.regions))))
+
+
+#: element type -> tensor-map element type (PTX ISA tensormap.replace .elemtype)
+_MAP_ELEMTYPE = {"f16": 6, "bf16": 10, "f32": 7, "f64": 9, "e4m3": 0, "e5m2": 0, "i8": 0, "i32": 3}
+
+
+def _host_descriptor(name, ty, launch, terms, mref, mptx, meta, ordinal, pname, params, tensormaps):
+    """A tensor descriptor passed by value: a symbolic buffer of its own, the reference's
+    :class:`Descriptor` over it, and the PTX's tensor map (from Triton's ``tensordesc_meta``)."""
+    from layoutverify.apps.ptxsim.tma import TensorMap
+    from .reference import Descriptor
+    from .ttir import parse_type
+    spec = launch.descriptors.get(name)
+    if not isinstance(spec, dict) or "shape" not in spec:
+        raise BadLaunch(f"the launch gives no tensor for the descriptor argument {name!r} "
+                        f"(\"descriptors\": {{\"{name}\": {{\"shape\": [...], \"strides\": [...]}}}})")
+    block_txt = ty.elem[5:-1]
+    dims = []
+    rest = block_txt
+    while "x" in rest and rest.split("x", 1)[0].isdigit():
+        d, rest = rest.split("x", 1)
+        dims.append(int(d))
+    elem = parse_type(rest).elem
+    shape = [int(x) for x in spec["shape"]]
+    strides = [int(x) for x in spec.get("strides", [])] or \
+        [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+    if len(shape) != len(dims) or len(strides) != len(dims) or strides[-1] != 1:
+        raise BadLaunch(f"descriptor {name!r}: {len(dims)} dimensions with a last stride of 1")
+    tr = terms.region(name, elem, shape)
+    base = mref.add_symbolic(name, elem, shape, term_region=tr)
+    mptx.add_symbolic(name, elem, shape, term_region=tr)
+    padding = str(spec.get("padding", "zero"))
+    metas = (meta or {}).get("tensordesc_meta") or []
+    if ordinal >= len(metas):
+        raise Unsupported(f"unsupported: the metadata gives no tensor-map layout (tensordesc_meta) for {name!r}")
+    md = metas[ordinal]
+    eb = T.TYPE_BYTES[elem]
+    rank = len(dims)
+    tensormaps[pname] = TensorMap(
+        global_address=base, rank=rank - 1, box_dim={i: int(md["block_size"][rank - 1 - i]) for i in range(rank)},
+        global_dim={i: shape[rank - 1 - i] for i in range(rank)},
+        global_stride={i: strides[rank - 2 - i] * eb for i in range(rank - 1)},
+        element_stride={i: 1 for i in range(rank)}, elemtype=int(md.get("elem_type", _MAP_ELEMTYPE.get(elem, 0))),
+        swizzle_mode=int(md["swizzle"]), fill_mode=1 if padding == "nan" else 0)
+    params[pname] = np.zeros(128, dtype=np.int64)
+    for k, v in (("shape", shape), ("stride", strides)):
+        for i, x in enumerate(v):
+            launch.args.setdefault(f"{name}.{k}.{i}", x)
+    return Val("desc", ty, Descriptor(base, tuple(shape), tuple(strides), tuple(dims), elem, padding))
+
+
+def _concrete_buffer(name: str, spec, symbols: dict) -> bytes:
+    if not isinstance(spec, dict) or len(spec) != 1:
+        raise BadLaunch(f"launch: buffer {name!r} must be one of {{\"i32\": [...]}}, {{\"i64\": [...]}}, "
+                        f"{{\"pointers\": [SYMBOL, ...]}}")
+    (kind, values), = spec.items()
+    if not isinstance(values, list) or len(values) > 1 << 16:
+        raise BadLaunch(f"launch: buffer {name!r}: a list of at most 65536 values")
+    if kind == "pointers":
+        missing = [v for v in values if v not in symbols]
+        if missing:
+            raise BadLaunch(f"launch: buffer {name!r} points to {missing[0]!r}, which \"symbols\" does not declare")
+        return b"".join(int(symbols[v]).to_bytes(8, "little") for v in values)
+    widths = {"i8": 1, "i16": 2, "i32": 4, "i64": 8}
+    if kind not in widths or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise BadLaunch(f"launch: buffer {name!r}: integers as i8, i16, i32 or i64")
+    w = widths[kind]
+    try:
+        return b"".join(int(v).to_bytes(w, "little", signed=True) for v in values)
+    except OverflowError:
+        raise BadLaunch(f"launch: buffer {name!r}: a value does not fit {kind}") from None
 
 
 # -- comparing ---------------------------------------------------------------------------------------
@@ -328,6 +432,7 @@ def validate_kernel(ttir: str, ptx: str, meta: dict | None, launch: Launch, *, n
             ref.run()
             m = SymbolicMachine(prog, threads=threads, memory=st.mem_ptx, terms=st.terms, pid=pid, grid=launch.grid)
             m.param_values.update(st.params)
+            m.tensormaps = {m.param_address(p): tm for p, tm in st.tensormaps.items()}
             m.deadline = deadline
             m.run()
             out.instructions += m.traffic.instructions
@@ -381,10 +486,11 @@ def default_launch(ttir: str, given: dict | None = None) -> Launch:
     object) overrides."""
     fn = parse_ttir(ttir)
     launch = Launch.from_json(given or {"grid": [2, 1, 1], "pids": [[0, 0, 0], [1, 0, 0]]})
+    descs = {n for n, t in zip(fn.arg_names, fn.arg_types) if t.elem.startswith("desc<")}
     ints = [n for n, t in zip(fn.arg_names, fn.arg_types) if t.elem in ("i1", "i8", "i16", "i32", "i64")
-            and not t.shape]
+            and not t.shape and n.split(".")[0] not in descs]   # a descriptor's shape and strides: its own
     positions = {f"#{i}": n for i, (n, t) in enumerate(zip(fn.arg_names, fn.arg_types)) if n in ints}
-    unknown = sorted(set(launch.args) - set(ints) - set(positions))
+    unknown = sorted(set(launch.args) - set(ints) - set(positions) - {k for k in launch.args if k.startswith("#")})
     if unknown:
         raise BadLaunch(f"the kernel {fn.name} has no integer argument {unknown[0]!r} (it has: "
                         f"{', '.join(ints) or 'none'})")
@@ -437,6 +543,7 @@ def model_stores(ttir: str, ptx: str, meta: dict | None, launch: Launch, *, seed
         st = _setup(fn, prog, meta, launch)
         m = SymbolicMachine(prog, threads=threads, memory=st.mem_ptx, terms=st.terms, pid=pid, grid=launch.grid)
         m.param_values.update(st.params)
+        m.tensormaps = {m.param_address(p): tm for p, tm in st.tensormaps.items()}
         m.check_proxy_fences = check_proxy_fences
         m.run()
         ev = Evaluator(st.terms, seed)

@@ -47,6 +47,7 @@ class Traffic:
 _SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid|laneid|warpid|nwarpid|cluster_ctarank|cluster_nctarank|"
                       r"clusterid|nclusterid|cluster_ctaid|cluster_nctaid)(?:\.([xyz]))?$")
 SHARED_WINDOW = 1 << 32     # generic addresses below this are shared memory (the kernel's own)
+PARAM_SPACE = 0x8000_0000   # the param space's addresses (above any shared-memory address)
 _IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)U?$")
 _FIMM = re.compile(r"^0[fFdD][0-9a-fA-F]+$")
 
@@ -123,12 +124,14 @@ class Machine:
             return from_uint(np.full(self.threads, v, dtype=np.uint64), width or 4)
         if op == "global_smem" or op in self._shared_symbols():
             return from_uint(np.zeros(self.threads, dtype=np.uint64), width or 4)
-        if op in self.program.params:
-            v = self.param_bytes(op)
-            w = width or v.size
-            v = v[:w] if v.size >= w else np.concatenate([v, np.zeros(w - v.size, dtype=np.int64)])
-            return np.broadcast_to(v, (self.threads, w)).copy()
+        if op in self.program.params:   # a parameter's name is its address in the param space
+            return from_uint(np.full(self.threads, self.param_address(op), dtype=np.uint64), width or 8)
         raise SimError(f"unknown operand {op!r}")
+
+    def param_address(self, name: str) -> int:
+        """Parameter ``name``'s address in the param space (``cvta.param`` keeps it): a window of
+        :data:`PARAM_SPACE`, 256 bytes a parameter; kernels use it to pass a tensor map by value."""
+        return PARAM_SPACE + 256 * self.program.params.index(name)
 
     def param_bytes(self, name: str) -> np.ndarray:
         """The bytes of parameter ``name``: given in :attr:`param_values`, else a pointer to its
@@ -630,9 +633,6 @@ class Machine:
             wgmma.op_wgmma(self, ins, mask)
         finally:
             self.in_async_op = False
-        self.tensormaps: dict = {}               # address -> tma.TensorMap passed by value (kernel parameters)
-        self.check_proxy_fences = True           # False: compute what the PTX does without the proxy-fence check
-        self.wait_failed = False
 
     def negate(self, ids, ty):
         raise SimError("negated matrix operands are not modelled without a data algebra")
