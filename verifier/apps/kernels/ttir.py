@@ -536,7 +536,9 @@ def parse_ttir(text: str) -> Function:
         args.append(n.strip())
         types.append(parse_type(rest))
         attrs.append(at)
-        names.append(src_name.get(n.strip(), n.strip().lstrip("%")))
+        given = src_name.get(n.strip(), n.strip().lstrip("%"))
+        # a host descriptor's shape and strides carry its source name too (Triton 3.6): keep the SSA name
+        names.append(given if given not in names else n.strip().lstrip("%"))
     blocks, _ = _parse_block_body(src)
     return Function(name=fm.group(1), args=args, arg_types=types, arg_attrs=attrs, arg_names=names,
                     body=blocks[0].ops, locs=locs)

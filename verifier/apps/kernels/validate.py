@@ -181,7 +181,7 @@ def _setup(fn: Function, prog, meta: dict, launch: Launch) -> _Setup:
             params[pname] = from_uint(np.array([v & ((1 << (8 * w)) - 1)], dtype=np.uint64), w)[0]
         elif ty.elem.startswith("desc<"):
             ref_args.append(_host_descriptor(name, ty, launch, terms, mref, mptx, meta, n_desc, pname, params,
-                                             tensormaps))
+                                             tensormaps, fn.arg_names, fn.arg_types))
             n_desc += 1
         elif ty.elem in ("f16", "bf16", "f32", "f64") and not ty.shape:
             tr = terms.region(name, ty.elem)
@@ -207,7 +207,8 @@ def _setup(fn: Function, prog, meta: dict, launch: Launch) -> _Setup:
 _MAP_ELEMTYPE = {"f16": 6, "bf16": 10, "f32": 7, "f64": 9, "e4m3": 0, "e5m2": 0, "i8": 0, "i32": 3}
 
 
-def _host_descriptor(name, ty, launch, terms, mref, mptx, meta, ordinal, pname, params, tensormaps):
+def _host_descriptor(name, ty, launch, terms, mref, mptx, meta, ordinal, pname, params, tensormaps, fn_names,
+                     fn_types):
     """A tensor descriptor passed by value: a symbolic buffer of its own, the reference's
     :class:`Descriptor` over it, and the PTX's tensor map (from Triton's ``tensordesc_meta``)."""
     from layoutverify.apps.ptxsim.tma import TensorMap
@@ -246,10 +247,21 @@ def _host_descriptor(name, ty, launch, terms, mref, mptx, meta, ordinal, pname, 
         element_stride={i: 1 for i in range(rank)}, elemtype=int(md.get("elem_type", _MAP_ELEMTYPE.get(elem, 0))),
         swizzle_mode=int(md["swizzle"]), fill_mode=1 if padding == "nan" else 0)
     params[pname] = np.zeros(128, dtype=np.int64)
-    for k, v in (("shape", shape), ("stride", strides)):
-        for i, x in enumerate(v):
-            launch.args.setdefault(f"{name}.{k}.{i}", x)
+    owned = descriptor_arguments(fn_names, fn_types).get(name, [])
+    for arg, x in zip(owned, list(shape) + list(strides)):
+        launch.args.setdefault(arg, x)
     return Val("desc", ty, Descriptor(base, tuple(shape), tuple(strides), tuple(dims), elem, padding))
+
+
+def descriptor_arguments(names, types) -> dict:
+    """A host descriptor's argument -> the names of the arguments that follow it with its shape
+    (one i32 per dimension) and strides (one i64 per dimension)."""
+    out = {}
+    for i, (n, t) in enumerate(zip(names, types)):
+        if t.elem.startswith("desc<"):
+            rank = t.elem[5:-1].count("x")
+            out[n] = list(names[i + 1:i + 1 + 2 * rank])
+    return out
 
 
 def _concrete_buffer(name: str, spec, symbols: dict) -> bytes:
@@ -486,9 +498,9 @@ def default_launch(ttir: str, given: dict | None = None) -> Launch:
     object) overrides."""
     fn = parse_ttir(ttir)
     launch = Launch.from_json(given or {"grid": [2, 1, 1], "pids": [[0, 0, 0], [1, 0, 0]]})
-    descs = {n for n, t in zip(fn.arg_names, fn.arg_types) if t.elem.startswith("desc<")}
+    owned = {a for v in descriptor_arguments(fn.arg_names, fn.arg_types).values() for a in v}
     ints = [n for n, t in zip(fn.arg_names, fn.arg_types) if t.elem in ("i1", "i8", "i16", "i32", "i64")
-            and not t.shape and n.split(".")[0] not in descs]   # a descriptor's shape and strides: its own
+            and not t.shape and n not in owned]   # a descriptor's shape and strides come with it
     positions = {f"#{i}": n for i, (n, t) in enumerate(zip(fn.arg_names, fn.arg_types)) if n in ints}
     unknown = sorted(set(launch.args) - set(ints) - set(positions) - {k for k in launch.args if k.startswith("#")})
     if unknown:
