@@ -454,3 +454,36 @@ def test_validate_kernel_folder_is_the_scan_entry_point(corpus):
     folder = corpus("3.9")[("softmax", 90)]
     out = validate_kernel_folder(folder, LAUNCH["softmax"])
     assert out.verdict == "valid" and out.path == folder and out.arch == "sm90"
+
+
+def test_tiles_over_the_bound_are_refused_with_a_clear_message():
+    ttir = """module {
+  tt.func public @big(%a: !tt.ptr<f16>, %b: !tt.ptr<f16>) {
+    %cst = arith.constant dense<0.000000e+00> : tensor<256x128xf32>
+    %ra = tt.make_range {end = 256 : i32, start = 0 : i32} : tensor<256xi32>
+    %pa = tt.splat %a : !tt.ptr<f16> -> tensor<256x!tt.ptr<f16>>
+    %qa = tt.addptr %pa, %ra : tensor<256x!tt.ptr<f16>>, tensor<256xi32>
+    %ea = tt.expand_dims %qa {axis = 1 : i32} : tensor<256x!tt.ptr<f16>> -> tensor<256x1x!tt.ptr<f16>>
+    %ba = tt.broadcast %ea : tensor<256x1x!tt.ptr<f16>> -> tensor<256x64x!tt.ptr<f16>>
+    %xa = tt.load %ba : tensor<256x64x!tt.ptr<f16>>
+    %rb = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+    %pb = tt.splat %b : !tt.ptr<f16> -> tensor<128x!tt.ptr<f16>>
+    %qb = tt.addptr %pb, %rb : tensor<128x!tt.ptr<f16>>, tensor<128xi32>
+    %eb = tt.expand_dims %qb {axis = 0 : i32} : tensor<128x!tt.ptr<f16>> -> tensor<1x128x!tt.ptr<f16>>
+    %bb = tt.broadcast %eb : tensor<1x128x!tt.ptr<f16>> -> tensor<64x128x!tt.ptr<f16>>
+    %xb = tt.load %bb : tensor<64x128x!tt.ptr<f16>>
+    %d = tt.dot %xa, %xb, %cst, inputPrecision = tf32 : tensor<256x64xf16> * tensor<64x128xf16> -> tensor<256x128xf32>
+    tt.return
+  }
+}"""
+    ptx = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry big(.param .u64 big_param_0, .param .u64 big_param_1, .param .u64 big_param_2)
+.reqntid 128
+{
+ret;
+}"""
+    out = validate_kernel(ttir, ptx, {"num_warps": 4}, Launch())
+    assert out.verdict == "unsupported" and out.reason.startswith("refused:")
+    assert "256x128x64" in out.reason and "smaller blocks" in out.reason
