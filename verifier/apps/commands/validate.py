@@ -19,15 +19,22 @@ import sys
 
 from layoutverify.core.errors import LayoutError
 
+from . import validate_kernels
+from .common import json_output
+
 DTYPES = ("f16", "bf16", "f32", "fp8", "i8", "i16", "i32")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("validate", help="compile a conversion with a Triton release and check its PTX on every thread",
-                       description="Compile the conversion A -> B with a Triton release (in its own cached "
-                                   "environment), execute the PTX on the PTX interpreter for every thread and "
-                                   "compare every register with B. Exit codes: 0 correct, 1 wrong (the first "
-                                   "wrong element is named), 2 bad input or not decidable.")
+    p = sub.add_parser("validate", help="check Triton's PTX on the CPU: a conversion A -> B, or whole compiled kernels",
+                       description="Two forms. 'validate A B --shape S': compile the conversion A -> B with a "
+                                   "Triton release (in its own cached environment), execute the PTX on the PTX "
+                                   "interpreter for every thread and compare every register with B; exit 0 "
+                                   "correct, 1 wrong (the first wrong element is named), 2 bad input or not "
+                                   "decidable. 'validate PATH...': whole kernels (Triton caches, kernel folders, "
+                                   "a .ttir and a .ptx), the PTX against the TTIR element by element; exit 0 all "
+                                   "valid, 1 some kernel wrong, 2 bad input, 3 none wrong but some unsupported "
+                                   "or out of time.")
     p.add_argument("inputs", nargs="+", metavar="A B | PATH",
                    help="two layouts FRAMEWORK:TEXT (a conversion), or Triton caches / kernel folders / "
                         "TTIR and PTX files (whole kernels)")
@@ -39,8 +46,10 @@ def register(sub) -> None:
                    help="the Triton release that compiles it, 2.1 ... 3.9 (default: the installed one's, "
                         "else 3.9); releases other than the installed one run in a venv made once under "
                         "~/.cache/layoutverify")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--json", metavar="FILE", nargs="?", const="-", type=json_output("JSON file"),
+                   help="write the result as JSON to FILE (alone or with -: on stdout, instead of the text)")
     p.add_argument("--no-cache", action="store_true", help="compile again instead of reading the kernel cache")
+    validate_kernels.add_arguments(p, json_option=False)
     p.set_defaults(func=run)
 
 
@@ -53,22 +62,23 @@ def is_layout_spec(text: str) -> bool:
 
 def run(args) -> int:
     inputs = args.inputs
-    if all(os.path.exists(x) for x in inputs):
+    specs = [is_layout_spec(x) and not os.path.exists(x) for x in inputs]
+    if not any(specs):
         return _validate_paths(args)
-    if len(inputs) == 2 and all(is_layout_spec(x) for x in inputs):
+    if len(inputs) == 2 and all(specs):
         return _validate_conversion(args)
-    bad = next((x for x in inputs if not is_layout_spec(x) and not os.path.exists(x)), None)
-    if bad is not None:
-        shown = bad if len(bad) <= 60 else bad[:57] + "..."
-        raise LayoutError(f"validate takes two layouts A B (FRAMEWORK:TEXT) or existing paths (Triton caches, "
-                          f"kernel folders, TTIR/PTX files); {shown!r} is neither")
-    raise LayoutError(f"validate takes two layouts A B or only paths; got {len(inputs)} inputs")
+    if all(specs):
+        raise LayoutError(f"validate takes two layouts A B (FRAMEWORK:TEXT); got {len(inputs)}")
+    bad = inputs[specs.index(False)] if len(inputs) == 2 else inputs[specs.index(True)]
+    shown = bad if len(bad) <= 60 else bad[:57] + "..."
+    raise LayoutError(f"validate takes two layouts A B (FRAMEWORK:TEXT) or only paths (Triton caches, kernel "
+                      f"folders, TTIR/PTX files), not both; {shown!r} does not fit")
 
 
 def _validate_paths(args) -> int:
-    """Whole-kernel validation (its own developer wires it in)."""
-    print("kernel validation is not available in this build", file=sys.stderr)
-    return 2
+    """Whole kernels: PTX against TTIR, element by element (:mod:`.validate_kernels`)."""
+    args.paths = list(args.inputs)
+    return validate_kernels.run_paths(args)
 
 
 def conversion_of(args):
@@ -104,9 +114,13 @@ def _validate_conversion(args) -> int:
                           f"or set LV_TRITON_PYTHONS to an interpreter that has it)") from None
     if args.json:
         from layoutverify.apps.jsonout import document
-        print(json.dumps(document("validation", v.to_json()), default=str))
-    else:
-        print(render(v), file=sys.stderr if v.verdict == "unsupported" else sys.stdout)
+        from layoutverify.core.files import write_text
+        doc = json.dumps(document("validation", v.to_json()), default=str)
+        if args.json == "-":
+            print(doc)
+            return v.exit_code
+        write_text(args.json, doc + "\n", what="JSON file")
+    print(render(v), file=sys.stderr if v.verdict == "unsupported" else sys.stdout)
     return v.exit_code
 
 

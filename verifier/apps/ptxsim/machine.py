@@ -3,7 +3,8 @@
 Lock step makes ``shfl.sync`` and the collective ``ldmatrix``/``stmatrix`` exact. Barriers are
 checked rather than assumed: every shared-memory byte remembers the barrier epoch and the warp of
 its last write and read, and a read (write) of a byte that another warp wrote (read or wrote) in
-the same epoch is a race, reported as an error. Branches must be uniform over the active threads.
+the same epoch is a race, reported as a :class:`~.state.Hazard`. Threads run in groups by program
+counter (SIMT), so branches may diverge; they reconverge where their paths meet.
 
 :class:`Traffic` counts what the conversion moves: shared-memory bytes and instructions per
 direction, bank-conflict wavefronts (32 banks of 4 bytes; an access of ``w`` bytes per thread is
@@ -14,15 +15,16 @@ register instructions that move data bytes.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from layoutverify.core.errors import LayoutError
 
-from . import semantics
+from . import asynccopy, matrix, proxy, semantics, tma, wgmma
 from .parser import Program
-from .state import PARAM_BASE, SimError, UNDEF, Global, Registers, Shared, concrete, from_uint, to_uint, type_width
+from .state import PARAM_BASE, Hazard, SimError, UNDEF, Global, Registers, Shared, concrete, from_uint, to_uint, type_width
 
 
 @dataclass
@@ -44,6 +46,8 @@ class Traffic:
 
 _SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid|laneid|warpid|nwarpid|cluster_ctarank|cluster_nctarank|"
                       r"clusterid|nclusterid|cluster_ctaid|cluster_nctaid)(?:\.([xyz]))?$")
+SHARED_WINDOW = 1 << 32     # generic addresses below this are shared memory (the kernel's own)
+PARAM_SPACE = 0x8000_0000   # the param space's addresses (above any shared-memory address)
 _IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)U?$")
 _FIMM = re.compile(r"^0[fFdD][0-9a-fA-F]+$")
 
@@ -68,17 +72,41 @@ class Machine:
         self.observed: list[np.ndarray] = []
         self.undefined_arith = 0
         self.races: list[str] = []
-        self._dispatch = dict(semantics.HANDLERS)
+        self.terms = None        # a data algebra (the kernel validator's); None: data may only move
+        self.pid = (0, 0, 0)     # %ctaid
+        self.grid = (1, 1, 1)    # %nctaid
+        self.param_values: dict[str, np.ndarray] = {}   # parameter -> its bytes (default: a pointer)
+        self.live = np.ones(self.threads, dtype=bool)   # threads that have not exited
+        self.steps = 0
+        self.deadline: float | None = None      # time.perf_counter() value; past it the run stops
+        self.reg_pending: dict[str, np.ndarray] = {}   # registers an async operation (wgmma) still writes
+        self.in_async_op = False
+        self.tensormaps: dict = {}               # address -> tma.TensorMap passed by value (kernel parameters)
+        self.check_proxy_fences = True           # False: compute what the PTX does without the proxy-fence check
+        self.wait_failed = False
+        self._dispatch = {name: (lambda h: (lambda ins, mask: h(self, ins, mask)))(h)
+                          for name, h in semantics.HANDLERS.items()}
         self._dispatch.update({"ld": self._ld, "st": self._st, "ldmatrix": self._ldmatrix,
                                "stmatrix": self._stmatrix, "shfl": self._shfl, "bar": self._bar,
-                               "barrier": self._bar, "membar": self._nop, "fence": self._nop})
+                               "barrier": self._bar, "membar": self._nop, "fence": self._fence,
+                               "cp": lambda ins, mask: (tma.op_cp_async_bulk if ins.parts[2:3] == ["bulk"]
+                                                        else asynccopy.op_cp_async)(self, ins, mask),
+                               "mma": lambda ins, mask: matrix.op_mma(self, ins, mask),
+                               "wgmma": self._wgmma,
+                               "tensormap": lambda ins, mask: tma.op_tensormap(self, ins, mask),
+                               "mbarrier": lambda ins, mask: tma.op_mbarrier(self, ins, mask),
+                               "elect": lambda ins, mask: tma.op_elect(self, ins, mask),
+                               "cvta": lambda ins, mask: semantics.op_cvta(self, ins, mask)})
 
     # -- operands ----------------------------------------------------------------------------
     def read(self, op, width: int | None) -> np.ndarray:
         """``(threads, width)`` bytes of an operand (register, special register, immediate, symbol)."""
         if isinstance(op, tuple):
             raise SimError(f"a vector operand {op} where a scalar is expected")
-        if op.startswith("%"):
+        if op.startswith("%") or op in self.regs.declared:
+            if self.reg_pending and op in self.reg_pending and not self.in_async_op:
+                raise Hazard(f"PTX line {self.program.instructions[self.pc].line}: reads {op} while a wgmma that "
+                             f"writes it is in flight (no wgmma.wait_group retires it)")
             m = _SPECIAL.match(op)
             if m and op not in self.regs.declared and op.rstrip("0123456789") not in self.regs.prefixes:
                 return from_uint(self._special(m.group(1), m.group(2) or "x"), width or 4)
@@ -96,9 +124,22 @@ class Machine:
             return from_uint(np.full(self.threads, v, dtype=np.uint64), width or 4)
         if op == "global_smem" or op in self._shared_symbols():
             return from_uint(np.zeros(self.threads, dtype=np.uint64), width or 4)
-        if op in self.program.params:
-            return from_uint(np.full(self.threads, self._param_ptr(op), dtype=np.uint64), width or 8)
+        if op in self.program.params:   # a parameter's name is its address in the param space
+            return from_uint(np.full(self.threads, self.param_address(op), dtype=np.uint64), width or 8)
         raise SimError(f"unknown operand {op!r}")
+
+    def param_address(self, name: str) -> int:
+        """Parameter ``name``'s address in the param space (``cvta.param`` keeps it): a window of
+        :data:`PARAM_SPACE`, 256 bytes a parameter; kernels use it to pass a tensor map by value."""
+        return PARAM_SPACE + 256 * self.program.params.index(name)
+
+    def param_bytes(self, name: str) -> np.ndarray:
+        """The bytes of parameter ``name``: given in :attr:`param_values`, else a pointer to its
+        own buffer (the conversion kernel's convention)."""
+        v = self.param_values.get(name)
+        if v is None:
+            v = from_uint(np.array([self._param_ptr(name)], dtype=np.uint64), 8)[0]
+        return v
 
     def _shared_symbols(self):
         return ("global_smem",)
@@ -118,18 +159,27 @@ class Machine:
             return self.warp.astype(np.uint64)
         if name == "nwarpid":
             return np.full(self.threads, self.threads // 32, dtype=np.uint64)
-        if name in ("nctaid", "cluster_nctarank", "cluster_nctaid", "nclusterid"):
+        if name == "ctaid":
+            return np.full(self.threads, self.pid["xyz".index(axis)], dtype=np.uint64)
+        if name == "nctaid":
+            return np.full(self.threads, self.grid["xyz".index(axis)], dtype=np.uint64)
+        if name in ("cluster_nctarank", "cluster_nctaid", "nclusterid"):
             return np.ones(self.threads, dtype=np.uint64)
-        return zero  # ctaid, clusterid, cluster_ctarank, cluster_ctaid: one CTA, the first
+        if name == "clusterid":
+            return np.full(self.threads, self.pid["xyz".index(axis)], dtype=np.uint64)
+        return zero  # cluster_ctarank, cluster_ctaid: clusters of one CTA
 
     def write(self, name, value: np.ndarray, mask) -> None:
         if name == "_":
             return
         if isinstance(name, tuple):
             raise SimError(f"a vector destination {name} where a scalar is expected")
-        if not name.startswith("%") or _SPECIAL.match(name) and name not in self.regs.declared and \
-                name.rstrip("0123456789") not in self.regs.prefixes:
+        if not (name.startswith("%") or name in self.regs.declared) or _SPECIAL.match(name) and \
+                name not in self.regs.declared and name.rstrip("0123456789") not in self.regs.prefixes:
             raise SimError(f"cannot write to {name!r}")
+        if self.reg_pending and name in self.reg_pending and not self.in_async_op:
+            raise Hazard(f"PTX line {self.program.instructions[self.pc].line}: writes {name} while a wgmma that "
+                         f"writes it is in flight (no wgmma.wait_group retires it)")
         self.regs.set(name, value, mask)
 
     def pred(self, op: str, ins, mask) -> np.ndarray:
@@ -141,6 +191,18 @@ class Machine:
             raise SimError(f"PTX line {ins.line}: predicate {op} is undefined")
         v = np.clip(b[:, 0], 0, 255) != 0
         return ~v if neg else v
+
+    def data_apply(self, ins, op, ty, operands, types, mask) -> np.ndarray:
+        """The bytes of ``op`` of type ``ty`` on ``operands`` (byte arrays of types ``types``) where
+        data are involved: the conversion interpreter only moves data, so any computation with it
+        stops the run (the kernel validator's machine builds terms instead)."""
+        raise SimError(f"PTX line {ins.line}: {ins.opcode}: arithmetic on data bytes ({ins.text.strip()})")
+
+    def term_ids(self, b, ty, mask, ins):
+        raise SimError(f"PTX line {ins.line}: {ins.opcode}: arithmetic on data bytes ({ins.text.strip()})")
+
+    def dot(self, acc_ty, c_ids, a_ids, b_ids, use_c=True):
+        raise SimError("matrix products of data are not modelled without a data algebra")
 
     def observe(self, value: np.ndarray, mask) -> None:
         if not mask.all():
@@ -158,52 +220,79 @@ class Machine:
 
     # -- run ----------------------------------------------------------------------------------
     def run(self, max_steps: int = 2_000_000) -> None:
+        """Execute every thread of the CTA.
+
+        Threads run in groups that share a program counter (SIMT); the group with the lowest
+        program counter runs next and groups that meet at one program counter merge, so a branch
+        taken by some threads only reconverges where the two paths meet (structured code, as
+        compilers emit). A branch on a predicate that depends on data stops the run."""
         prog = self.program
-        pc = 0
-        steps = 0
-        everyone = np.ones(self.threads, dtype=bool)
-        while pc < len(prog.instructions):
-            ins = prog.instructions[pc]
-            steps += 1
-            if steps > max_steps:
-                raise SimError("the kernel ran too long (a loop that does not end?)")
-            mask = everyone
-            if ins.guard is not None:
-                mask = self.pred(ins.guard, ins, everyone)
-                if ins.negate:
-                    mask = ~mask
-            head = ins.parts[0]
-            if head in ("ret", "exit"):
-                if not mask.all() and mask.any():
-                    raise SimError(f"PTX line {ins.line}: {head} taken by some threads only (divergence)")
-                if mask.all():
-                    break
-                pc += 1
+        groups: dict[int, np.ndarray] = {0: np.ones(self.threads, dtype=bool)}
+        n = len(prog.instructions)
+        while groups:
+            pc = min(groups)
+            mask = groups.pop(pc)
+            if pc >= n:
+                self.live &= ~mask
                 continue
+            ins = prog.instructions[pc]
+            self.pc = pc
+            self.steps += 1
+            if self.steps > max_steps:
+                raise SimError("the kernel ran too long (a loop that does not end?)")
+            if self.deadline is not None and not self.steps & 1023 and time.perf_counter() > self.deadline:
+                raise TimeoutError(f"out of time after {self.steps} instructions")
+            active = mask
+            if ins.guard is not None:
+                p = self.pred(ins.guard, ins, mask)
+                active = mask & (~p if ins.negate else p)
+            head = ins.parts[0]
             if head == "bra":
-                if mask.any() and not mask.all():
-                    raise SimError(f"PTX line {ins.line}: a branch taken by some threads only (divergence)")
-                if mask.all():
-                    target = ins.operands[0]
-                    if target not in prog.labels:
-                        raise SimError(f"PTX line {ins.line}: unknown label {target}")
-                    pc = prog.labels[target]
-                else:
-                    pc += 1
+                target = ins.operands[0]
+                if target not in prog.labels:
+                    raise SimError(f"PTX line {ins.line}: unknown label {target}")
+                self._join(groups, prog.labels[target], active)
+                self._join(groups, pc + 1, mask & ~active)
+                continue
+            if head in ("ret", "exit"):
+                self.live &= ~active
+                self._join(groups, pc + 1, mask & ~active)
                 continue
             handler = self._dispatch.get(head)
             if handler is None:
                 raise SimError(f"PTX line {ins.line}: the instruction {ins.opcode!r} is not modelled "
                                f"({ins.text.strip()})")
             self.traffic.instructions += 1
-            if mask.any():
+            if active.any():
                 try:
-                    handler(self, ins, mask) if handler in semantics.HANDLERS.values() else handler(ins, mask)
+                    handler(ins, active)
                 except SimError:
                     raise
                 except (ValueError, KeyError, IndexError) as e:
                     raise SimError(f"PTX line {ins.line}: {ins.opcode}: {e}") from None
-            pc += 1
+                if self.wait_failed:
+                    self.wait_failed = False
+                    if groups:
+                        raise SimError(f"PTX line {ins.line}: a wait on the progress of threads at another point of "
+                                       f"the program (warp specialisation) is not modelled")
+                    raise Hazard(f"PTX line {ins.line}: deadlock: {ins.opcode} waits for an mbarrier phase that "
+                                 f"can never complete (missing arrivals)")
+            self._join(groups, pc + 1, mask)
+
+    @staticmethod
+    def _join(groups: dict, pc: int, mask: np.ndarray) -> None:
+        if not mask.any():
+            return
+        got = groups.get(pc)
+        groups[pc] = mask if got is None else (got | mask)
+
+    def full_warps(self, ins, mask) -> None:
+        """A warp-collective instruction needs every live thread of each warp it runs in."""
+        warps = np.unique(self.warp[mask])
+        need = np.isin(self.warp, warps) & self.live
+        if (need & ~mask).any():
+            raise SimError(f"PTX line {ins.line}: {ins.opcode} executed by part of a warp (divergence or a "
+                           f"predicate); not modelled")
 
     # -- memory ---------------------------------------------------------------------------------
     @staticmethod
@@ -230,11 +319,19 @@ class Machine:
             raise SimError(f"PTX line {ins.line}: {n}-vector load into {len(dsts)} registers")
         if space == "param":
             _, name, off = addr_op
-            if name not in self.program.params or off:
+            if name not in self.program.params:
                 raise SimError(f"PTX line {ins.line}: unknown parameter {name}")
-            self.write(dsts[0], from_uint(np.full(self.threads, self._param_ptr(name), dtype=np.uint64), w), mask)
+            raw = self.param_bytes(name)
+            if off < 0 or off + n * w > max(raw.size, 8):
+                raise SimError(f"PTX line {ins.line}: a load past the end of parameter {name}")
+            raw = np.concatenate([raw, np.zeros(max(0, off + n * w - raw.size), dtype=np.int64)])
+            data = np.broadcast_to(raw[off:off + n * w], (self.threads, n * w))
+            for i, d in enumerate(dsts):
+                self.write(d, data[:, i * w:(i + 1) * w].copy(), mask)
             return
         addr = self.address(addr_op, mask)
+        if space == "generic":
+            space = self._generic_space(addr, mask, ins)
         if space == "global":
             data = np.full((self.threads, n * w), UNDEF, dtype=np.int64)
             data[mask] = self.glob.load(addr[mask], n * w)
@@ -259,8 +356,10 @@ class Machine:
             raise SimError(f"PTX line {ins.line}: {n}-vector store of {len(srcs)} registers")
         data = np.concatenate([self.read(s, w) for s in srcs], axis=1)
         addr = self.address(addr_op, mask)
+        if space == "generic":
+            space = self._generic_space(addr, mask, ins)
         if space == "global":
-            self.glob.store(addr[mask], data[mask], self.tid[mask])
+            self._store_global(ins, addr, data, mask)
         elif space == "shared":
             self._shared_write(addr, data, mask, ins)
             self.traffic.shared_store_instructions += len(np.unique(self.warp[mask]))
@@ -268,6 +367,44 @@ class Machine:
             self.traffic.store_wavefronts += self._wavefronts(addr, n * w, mask)
         else:
             raise SimError(f"PTX line {ins.line}: stores to {space} memory are not modelled")
+
+    def in_flight_code(self, byte: int):
+        """The byte code an asynchronous copy in flight will write to shared ``byte``, or None."""
+        st = getattr(self, "_async", None)
+        for b in (st.batches if st else []):
+            rows = np.nonzero(b.mask & (b.dst <= byte) & (byte < b.dst + b.data.shape[1]))[0]
+            if rows.size:
+                r = rows[-1]
+                return int(b.data[r, byte - b.dst[r]])
+        for mb in tma.state(self).barriers.values():
+            for cp in mb.copies:
+                hit = np.nonzero(cp.idx == byte)[0]
+                if hit.size:
+                    return int(cp.data[hit[0]])
+        return None
+
+    def _check_async_read(self, idx, ins) -> None:
+        busy = self.shared.async_read[idx]
+        if busy.any():
+            byte = int(np.asarray(idx)[busy > 0].reshape(-1)[0])
+            raise Hazard(f"PTX line {ins.line}: {ins.opcode} overwrites shared byte {byte} that an asynchronous "
+                         f"operation in flight (wgmma or bulk copy) still reads", byte=byte, line=ins.line)
+
+    def _store_global(self, ins, addr, data, mask) -> None:
+        self.glob.store(addr[mask], data[mask], self.tid[mask])
+
+    def store_bulk(self, ins, addr, data, thread: int) -> None:
+        """A bulk (TMA) store issued by ``thread``: ``data`` (n, w) at global ``addr`` (n,)."""
+        self.glob.store(addr, data, np.full(len(addr), thread))
+
+    def _generic_space(self, addr, mask, ins) -> str:
+        """A generic address names shared memory below :data:`SHARED_WINDOW`, global memory above."""
+        low = addr[mask] < np.uint64(SHARED_WINDOW)
+        if low.all():
+            return "shared"
+        if not low.any():
+            return "global"
+        raise SimError(f"PTX line {ins.line}: a generic access that mixes shared and global addresses")
 
     def _shared_index(self, addr, nbytes, mask, ins):
         a = addr.astype(np.int64)
@@ -280,13 +417,14 @@ class Machine:
     def _shared_read(self, addr, nbytes, mask, ins, warps=None):
         idx = self._shared_index(addr, nbytes, mask, ins)[mask]
         sh = self.shared
+        proxy.check_pending(self, idx, ins)
         warp = (self.warp[mask] if warps is None else warps[mask])[:, None]
         race = (sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp)
         if race.any():
             i = np.argwhere(race)[0]
-            raise SimError(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} reads shared byte "
-                           f"{int(idx[i[0], i[1]])} that warp {int(sh.write_warp[idx[i[0], i[1]]])} wrote "
-                           f"with no barrier in between")
+            raise Hazard(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} reads shared byte "
+                         f"{int(idx[i[0], i[1]])} that warp {int(sh.write_warp[idx[i[0], i[1]]])} wrote "
+                         f"with no barrier in between", byte=int(idx[i[0], i[1]]), line=ins.line)
         sh.read_epoch[idx] = self.epoch
         sh.read_warp[idx] = warp
         out = np.full((self.threads, nbytes), UNDEF, dtype=np.int64)
@@ -297,16 +435,21 @@ class Machine:
         nbytes = data.shape[1]
         idx = self._shared_index(addr, nbytes, mask, ins)[mask]
         sh = self.shared
+        proxy.check_pending(self, idx, ins, "writes")
         warp = self.warp[mask][:, None]
         race = ((sh.read_epoch[idx] == self.epoch) & (sh.read_warp[idx] != warp)) | \
             ((sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp))
         if race.any():
             i = np.argwhere(race)[0]
-            raise SimError(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} writes shared byte "
-                           f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between")
+            raise Hazard(f"PTX line {ins.line}: race: warp {int(warp[i[0], 0])} writes shared byte "
+                         f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between",
+                         byte=int(idx[i[0], i[1]]), line=ins.line)
+        self._check_async_read(idx, ins)
+        tma.reset_maps(self, idx)
         sh.data[idx] = data[mask]
         sh.write_epoch[idx] = self.epoch
         sh.write_warp[idx] = warp
+        sh.generic_dirty[idx] = True
 
     def _wavefronts(self, addr, width, mask) -> int:
         a = addr.astype(np.int64)
@@ -332,8 +475,7 @@ class Machine:
         parts = ins.parts
         if "m8n8" not in parts or ("b16" not in parts):
             raise SimError(f"PTX line {ins.line}: only the m8n8 .b16 shape of {parts[0]} is modelled")
-        if not mask.all():
-            raise SimError(f"PTX line {ins.line}: {parts[0]} under a predicate")
+        self.full_warps(ins, mask)
         num = next((int(p[1:]) for p in parts if p in ("x1", "x2", "x4")), None)
         if num is None:
             raise SimError(f"PTX line {ins.line}: {parts[0]} without .x1/.x2/.x4")
@@ -360,15 +502,16 @@ class Machine:
             byte_addr = row_addr + 2 * cols                            # (T, 2) start of each b16
             idx = (byte_addr[:, :, None] + np.arange(2)[None, None, :]).reshape(T, 4)
             if load:
-                data = self._shared_read_idx(idx, ins)
+                data = np.full((T, 4), UNDEF, dtype=np.int64)
+                data[mask] = self._shared_read_idx(idx[mask], ins, self.warp[mask])
                 self.write(r, data, mask)
             else:
                 data = self.read(r, 4)
-                self._shared_write_idx(idx, data, ins)
+                self._shared_write_idx(idx[mask], data[mask], ins, self.warp[mask])
         # traffic: every lane moves 4 bytes per matrix; one phase per matrix and warp
-        nbytes = T * 4 * num
+        nbytes = int(mask.sum()) * 4 * num
         phases = 0
-        for w in range(T // 32):
+        for w in np.unique(self.warp[mask]):
             for i in range(num):
                 starts = addr[w * 32 + 8 * i: w * 32 + 8 * i + 8]
                 words = (starts[:, None] // 4 + np.arange(4)[None, :]).reshape(-1)
@@ -382,34 +525,43 @@ class Machine:
             self.traffic.shared_store_instructions += T // 32
             self.traffic.store_wavefronts += phases
 
-    def _shared_read_idx(self, idx, ins):
+    def _shared_read_idx(self, idx, ins, warps):
         """Read explicit byte indices ``idx`` (threads, n) for a warp-collective instruction: the
         bytes may come from rows other lanes addressed (same warp: no race between lanes)."""
         sh = self.shared
         if (idx < 0).any() or (idx >= sh.data.size).any():
             raise SimError(f"PTX line {ins.line}: shared-memory access out of range")
-        warp = self.warp[:, None]
+        proxy.check_pending(self, idx, ins)
+        warp = np.asarray(warps)[:, None]
         race = (sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp)
         if race.any():
-            raise SimError(f"PTX line {ins.line}: race: ldmatrix reads shared memory another warp wrote "
-                           f"with no barrier in between")
+            i = np.argwhere(race)[0]
+            raise Hazard(f"PTX line {ins.line}: race: {ins.parts[0]} (warp {int(warp[i[0], 0])}) reads shared byte "
+                         f"{int(idx[i[0], i[1]])} that warp {int(sh.write_warp[idx[i[0], i[1]]])} wrote with no "
+                         f"barrier in between", byte=int(idx[i[0], i[1]]), line=ins.line)
         sh.read_epoch[idx] = self.epoch
         sh.read_warp[idx] = warp
         return sh.data[idx]
 
-    def _shared_write_idx(self, idx, data, ins):
+    def _shared_write_idx(self, idx, data, ins, warps):
         sh = self.shared
         if (idx < 0).any() or (idx >= sh.data.size).any():
             raise SimError(f"PTX line {ins.line}: shared-memory access out of range")
-        warp = self.warp[:, None]
+        proxy.check_pending(self, idx, ins, "writes")
+        warp = np.asarray(warps)[:, None]
         race = ((sh.read_epoch[idx] == self.epoch) & (sh.read_warp[idx] != warp)) | \
             ((sh.write_epoch[idx] == self.epoch) & (sh.write_warp[idx] != warp))
         if race.any():
-            raise SimError(f"PTX line {ins.line}: race: stmatrix writes shared memory another warp used "
-                           f"with no barrier in between")
+            i = np.argwhere(race)[0]
+            raise Hazard(f"PTX line {ins.line}: race: {ins.parts[0]} (warp {int(warp[i[0], 0])}) writes shared byte "
+                         f"{int(idx[i[0], i[1]])} that another warp used with no barrier in between",
+                         byte=int(idx[i[0], i[1]]), line=ins.line)
+        self._check_async_read(idx, ins)
+        tma.reset_maps(self, idx)
         sh.data[idx] = data
         sh.write_epoch[idx] = self.epoch
         sh.write_warp[idx] = warp
+        sh.generic_dirty[idx] = True
 
     # -- shuffles and barriers ---------------------------------------------------------------------
     def _shfl(self, ins, mask):
@@ -420,8 +572,9 @@ class Machine:
         dst, a, b, c, membermask = ins.operands
         d, _, p = dst.partition("|")
         mm = int(semantics._ints(self, ins, membermask, 4, mask)[0])
-        if mm != 0xFFFFFFFF or not mask.all():
+        if mm != 0xFFFFFFFF:
             raise SimError(f"PTX line {ins.line}: a shuffle over a partial warp (membermask {mm:#x})")
+        self.full_warps(ins, mask)
         val = self.read(a, 4)
         bv = semantics._ints(self, ins, b, 4, mask).astype(np.int64) & 31
         cv = semantics._ints(self, ins, c, 4, mask).astype(np.int64)
@@ -453,8 +606,9 @@ class Machine:
         parts = ins.parts
         if parts[0] == "bar" and "warp" in parts:
             return  # bar.warp.sync: lock step already
-        if not mask.all():
-            raise SimError(f"PTX line {ins.line}: a barrier under a predicate")
+        if (self.live & ~mask).any():
+            raise SimError(f"PTX line {ins.line}: a barrier that some live threads do not reach (divergence or "
+                           f"a predicate)")
         if len(ins.operands) > 1:
             count = int(ins.operands[1], 0) if _IMM.match(ins.operands[1]) else None
             if count != self.threads:
@@ -466,6 +620,22 @@ class Machine:
 
     def _nop(self, ins, mask):
         return
+
+    def _fence(self, ins, mask):
+        """``fence.proxy.async``: generic-proxy writes to shared memory become visible to the async
+        proxy (wgmma, bulk copies); other fences order nothing this model reorders."""
+        if "proxy" in ins.parts and "async" in ins.parts:
+            self.shared.generic_dirty[:] = False
+
+    def _wgmma(self, ins, mask):
+        self.in_async_op = True
+        try:
+            wgmma.op_wgmma(self, ins, mask)
+        finally:
+            self.in_async_op = False
+
+    def negate(self, ids, ty):
+        raise SimError("negated matrix operands are not modelled without a data algebra")
 
 
 def _phase_cost(words: np.ndarray) -> int:

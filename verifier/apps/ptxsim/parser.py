@@ -2,7 +2,10 @@
 declarations, parameters and labels.
 
 An instruction is ``[@[!]%p] opcode operand, operand, ...;``. Operands stay text except that a
-vector ``{a, b}`` becomes a tuple and an address ``[base + off]`` becomes ``("addr", base, off)``.
+vector ``{a, b}`` becomes a tuple, an address ``[base + off]`` becomes ``("addr", base, off)`` and a
+tensor address ``[map, {c0, c1}]`` (``cp.async.bulk.tensor``) becomes ``("tensor", map, (c0, c1))``.
+Braced blocks inside the body (inline assembly) are scopes: their ``.reg`` names and labels are
+renamed ``name@N`` (``N`` the scope's number) so that two blocks may use the same local names.
 Comments are dropped, but an instruction whose line carries ``// lv-observe`` is flagged
 ``observe`` (the marker the conversion kernel puts on every observed register). Debug sections,
 ``.loc`` and ``.file`` directives are skipped. Anything else unexpected raises
@@ -12,16 +15,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from layoutverify.core.errors import ParseError
 
 OBSERVE_MARK = "lv-observe"
 
-_REG_DECL = re.compile(r"\.reg\s+\.(\w+)\s+(%?[\w$]+)(?:<(\d+)>)?\s*;")
+_REG_DECL = re.compile(r"\.reg\s+\.(\w+)\s+(%?[\w$@]+)(?:<(\d+)>)?\s*;")
 _PARAM = re.compile(r"\.param\s+[^,()]*?([A-Za-z_$][\w$]*)\s*(?:\[\d+\])?\s*(?:,|\)|$)")
 _NTID = re.compile(r"\.(?:reqntid|maxntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
-_LABEL = re.compile(r"^([$\w]+):$")
-_GUARD = re.compile(r"^@(!?)(%[\w]+)\s+")
+_LABEL = re.compile(r"^([$\w@]+):$")
+_LABEL_THEN = re.compile(r"^([$\w@]+):(?!:)\s*(\S.*)$")
+_PARAM_TYPE = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)\s+"
+                         r"(?:\.ptr\s+(?:\.\w+\s+(?:\d+\s+)?)*)?([A-Za-z_$][\w$]*)\s*(?:\[(\d+)\])?")
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
+_GUARD = re.compile(r"^@(!?)(%?[\w$@]+)\s+")
 
 
 @dataclass
@@ -33,8 +41,9 @@ class Instruction:
     observe: bool = False        # carries the // lv-observe marker
     line: int = 0                # 1-based line number in the PTX text
     text: str = ""
+    loc: tuple | None = None     # (file number, source line) of the last .loc before it
 
-    @property
+    @cached_property
     def parts(self) -> list[str]:
         return self.opcode.split(".")
 
@@ -49,6 +58,8 @@ class Program:
     params: list[str] = field(default_factory=list)
     threads: int | None = None                   # .reqntid / .maxntid (x*y*z)
     target: str | None = None
+    param_types: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> (type, count)
+    files: dict[int, str] = field(default_factory=dict)                     # .file number -> path
 
 
 def _split_operands(text: str) -> list[str]:
@@ -77,8 +88,11 @@ def _operand(tok: str, lineno: int):
     if tok.startswith("["):
         if not tok.endswith("]"):
             raise ParseError(f"PTX line {lineno}: unterminated address operand {tok!r}", token=tok)
-        inner = tok[1:-1].replace(" ", "")
-        m = re.fullmatch(r"([%\w$.]+)(?:([+-])(0x[0-9a-fA-F]+|\d+))?", inner)
+        inner = re.sub(r"\s+", "", tok[1:-1])
+        tm = re.fullmatch(r"([%\w$.@]+),\{([^{}]*)\}", inner)
+        if tm:
+            return ("tensor", tm.group(1), tuple(c for c in tm.group(2).split(",") if c))
+        m = re.fullmatch(r"([%\w$.@]+)(?:([+-])(0x[0-9a-fA-F]+|\d+))?", inner)
         if not m:
             raise ParseError(f"PTX line {lineno}: unsupported address {tok!r}", token=tok)
         off = int(m.group(3), 0) if m.group(3) else 0
@@ -105,9 +119,12 @@ def parse_ptx(ptx: str) -> Program:
     threads = None
     i = start
     # header: parameters up to the body's opening brace
+    param_types: dict[str, tuple[str, int]] = {}
     while i < len(lines) and lines[i].strip() != "{":
         for m in _PARAM.finditer(lines[i]):
             params.append(m.group(1))
+        for m in _PARAM_TYPE.finditer(lines[i]):
+            param_types[m.group(2)] = (m.group(1), int(m.group(3) or 1))
         m = _NTID.search(lines[i])
         if m:
             threads = 1
@@ -116,7 +133,11 @@ def parse_ptx(ptx: str) -> Program:
         i += 1
     if i >= len(lines):
         raise ParseError("the .entry function has no body")
+    body = list(range(i + 2, len(lines) + 1))    # after the body's opening brace
+    local_names = _scope_locals(lines, body)
     depth = 0
+    scopes: list[int] = [0]
+    n_scopes = 0
     instructions: list[Instruction] = []
     labels: dict[str, int] = {}
     registers: dict[str, str] = {}
@@ -124,7 +145,8 @@ def parse_ptx(ptx: str) -> Program:
     pending = ""
     pending_line = 0
     pending_observe = False
-    for lineno in range(i + 1, len(lines) + 1):
+    loc = None
+    for lineno in body:
         raw = lines[lineno - 1]
         observe = OBSERVE_MARK in raw
         s = raw.split("//", 1)[0].strip()
@@ -132,18 +154,30 @@ def parse_ptx(ptx: str) -> Program:
             continue
         if s == "{":
             depth += 1
+            n_scopes += 1
+            scopes.append(n_scopes)
             continue
         if s == "}":
             if depth == 0:
                 break
             depth -= 1
+            scopes.pop()
             continue
-        if s.startswith((".loc", ".file", ".pragma")):
+        if s.startswith(".loc"):
+            lm = re.match(r"\.loc\s+(\d+)\s+(\d+)", s)
+            loc = (int(lm.group(1)), int(lm.group(2))) if lm else loc
             continue
+        if s.startswith((".file", ".pragma")):
+            continue
+        s = _rename_locals(s, scopes, local_names)
         m = _LABEL.match(s)
         if m:
             labels[m.group(1)] = len(instructions)
             continue
+        m = _LABEL_THEN.match(s) if not pending else None
+        if m:
+            labels[m.group(1)] = len(instructions)
+            s = m.group(2)
         if s.startswith(".reg"):
             for m in _REG_DECL.finditer(s):
                 ty, nm, count = m.groups()
@@ -162,11 +196,51 @@ def parse_ptx(ptx: str) -> Program:
             stmt = stmt.strip()
             pending = pending.strip()
             if stmt:
-                instructions.append(_instruction(stmt, pending_line, pending_observe))
+                ins = _instruction(stmt, pending_line, pending_observe)
+                ins.loc = loc
+                instructions.append(ins)
             pending_observe = False
             pending_line = lineno if pending else 0
+    files = {int(m.group(1)): m.group(2) for m in _FILE.finditer(ptx)}
     return Program(name=name, instructions=instructions, labels=labels, registers=registers, reg_prefixes=prefixes,
-                   params=params, threads=threads, target=target)
+                   params=params, threads=threads, target=target, param_types=param_types, files=files)
+
+
+def _scope_locals(lines, body) -> dict[int, set[str]]:
+    """Scope number -> the register names and labels declared in it (scopes below the body's own)."""
+    out: dict[int, set[str]] = {}
+    depth, scopes, n = 0, [0], 0
+    for lineno in body:
+        s = lines[lineno - 1].split("//", 1)[0].strip()
+        if s == "{":
+            depth += 1
+            n += 1
+            scopes.append(n)
+            continue
+        if s == "}":
+            if depth == 0:
+                break
+            depth -= 1
+            scopes.pop()
+            continue
+        if scopes[-1] == 0:
+            continue
+        names = out.setdefault(scopes[-1], set())
+        m = _LABEL.match(s) or _LABEL_THEN.match(s)
+        if m:
+            names.add(m.group(1))
+        elif s.startswith(".reg"):
+            for m in _REG_DECL.finditer(s):
+                names.add(m.group(2))
+    return out
+
+
+def _rename_locals(s: str, scopes: list[int], local_names) -> str:
+    """Rename the names declared in the enclosing nested scopes (innermost first) ``name@scope``."""
+    for sc in reversed(scopes[1:]):
+        for name in local_names.get(sc, ()):
+            s = re.sub(r"(?<![\w$%@])" + re.escape(name) + r"(?![\w$@])", f"{name}@{sc}", s)
+    return s
 
 
 def _instruction(stmt: str, lineno: int, observe: bool) -> Instruction:
@@ -175,7 +249,8 @@ def _instruction(stmt: str, lineno: int, observe: bool) -> Instruction:
     if m:
         negate, guard = m.group(1) == "!", m.group(2)
         stmt = stmt[m.end():]
-    head, rest = (stmt.split(None, 1) + [""])[:2]  # the opcode ends at a space or a tab
+    m = re.match(r"(\S+)\s*(.*)$", stmt, re.S)
+    head, rest = (m.group(1), m.group(2)) if m else (stmt, "")
     if not re.fullmatch(r"[a-z][\w.:]*", head):
         raise ParseError(f"PTX line {lineno}: cannot read the instruction {stmt!r}", token=head)
     ops = [_operand(t, lineno) for t in _split_operands(rest.strip())] if rest.strip() else []

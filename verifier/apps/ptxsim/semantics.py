@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import floats
 from .state import UNDEF, SimError, concrete, from_uint, to_uint, type_width
 
 U64 = np.uint64
@@ -63,6 +64,9 @@ def _write_int(m, dst, v, w, mask):
 def op_arith(m, ins, mask):
     name = ins.parts[0]
     ty = _ty(ins)
+    if floats.is_float(ty):
+        floats.op_float(m, ins, mask, ty)
+        return
     w = type_width(ty)
     parts = ins.parts
     signed = ty.startswith("s")
@@ -281,8 +285,16 @@ def op_mov(m, ins, mask):
 
 def op_selp(m, ins, mask):
     dst, a, b, p = ins.operands
-    w = type_width(_ty(ins))
+    ty = _ty(ins)
+    w = type_width(ty)
     pa, pb = m.read(a, w), m.read(b, w)
+    pbytes = m.read(p.lstrip("!"), 1)
+    if (pbytes[mask] >= 256).any() and getattr(m, "terms", None) is not None:
+        if p.startswith("!"):
+            raise _err(ins, "a negated predicate computed from data")
+        m.write(dst, m.data_apply(ins, "select", ty if floats.is_float(ty) else "b%d" % (8 * w), [pbytes, pa, pb],
+                                  ["i1", ty, ty], mask), mask)
+        return
     pred = m.pred(p, ins, mask)
     m.write(dst, np.where(pred[:, None], pa, pb), mask)
     m.traffic.data_moves += 1
@@ -296,7 +308,10 @@ def op_setp(m, ins, mask):
     parts = ins.parts
     cmp = parts[1]
     ty = _ty(ins)
-    if cmp not in _CMP or ty.startswith("f") or len(parts) > 3:
+    if floats.is_float(ty):
+        floats.op_setp_float(m, ins, mask, ty)
+        return
+    if cmp not in _CMP or len(parts) > 3:
         raise _err(ins, "only integer setp.CMP.TYPE is modelled")
     w = type_width(ty)
     dst, a, b = ins.operands[:3]
@@ -313,6 +328,9 @@ def op_setp(m, ins, mask):
 
 def op_cvt(m, ins, mask):
     parts = ins.parts
+    if floats.is_float_cvt(parts):
+        floats.op_cvt(m, ins, mask)
+        return
     types = [p for p in parts[1:] if p[:1] in "usbf" and p[1:].isdigit() or p in ("f16", "bf16")]
     if len(types) != 2 or any(t.startswith("f") or t.startswith("b") and t != "b" for t in types if t[0] in "fb"):
         raise _err(ins, "only integer width conversions are modelled")
@@ -355,10 +373,20 @@ def op_prmt(m, ins, mask):
     m.traffic.data_moves += 1
 
 
+def op_cvta(m, ins, mask):
+    """``cvta[.to].space.size d, a``: generic and space addresses coincide in this model (shared
+    memory below the generic window's top, global above), so the address is copied."""
+    dst, src = ins.operands
+    w = type_width(_ty(ins))
+    m.write(dst, m.read(src, w), mask)
+
+
 HANDLERS = {
     "add": op_arith, "sub": op_arith, "mul": op_arith, "mad": op_arith, "and": op_arith, "or": op_arith,
     "xor": op_arith, "not": op_arith, "neg": op_arith, "shl": op_arith, "shr": op_arith, "min": op_arith,
     "max": op_arith, "abs": op_arith, "div": op_arith, "rem": op_arith, "bfe": op_arith, "bfi": op_arith,
     "lop3": op_arith,
+    **{name: op_arith for name in floats.OPS if name not in ("add", "sub", "mul", "mad", "neg", "abs", "min", "max",
+                                                              "div")},
     "mov": op_mov, "selp": op_selp, "setp": op_setp, "cvt": op_cvt, "prmt": op_prmt,
 }

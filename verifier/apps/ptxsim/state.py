@@ -20,6 +20,18 @@ class SimError(LayoutError):
     """The PTX does something the interpreter does not model, or does wrong (a race, a divergent
     branch, arithmetic on data). The message names the PTX line and instruction."""
 
+class Hazard(SimError):
+    """The PTX is wrong by the memory model whatever the data: a race between warps (no barrier
+    between a write and another warp's access), a read of shared memory an asynchronous copy has
+    not yet landed in, a wait that never ends. ``byte`` is the shared-memory byte concerned (or
+    None), ``line`` the PTX line."""
+
+    def __init__(self, message: str, *, byte: int | None = None, line: int | None = None):
+        super().__init__(message)
+        self.byte = byte
+        self.line = line
+
+
 UNDEF = -1
 TAG0 = 256
 PARAM_BASE = 1 << 40
@@ -127,6 +139,11 @@ class Shared:
         self.write_warp = np.full(size, -1, dtype=np.int64)
         self.read_epoch = np.full(size, -1, dtype=np.int64)
         self.read_warp = np.full(size, -1, dtype=np.int64)
+        self.pending = np.zeros(size, dtype=np.int32)        # asynchronous copies in flight into the byte
+        self.pending_line = np.zeros(size, dtype=np.int32)   # the PTX line that issued the last of them
+        self.async_read = np.zeros(size, dtype=np.int32)     # async-proxy reads in flight (wgmma, bulk stores)
+        self.generic_dirty = np.zeros(size, dtype=bool)      # written by the generic proxy since the last
+        #                                                      fence.proxy.async
 
 
 class Global:

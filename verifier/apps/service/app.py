@@ -497,6 +497,8 @@ def create_app(config: Config | None = None) -> FastAPI:
 
     docs.register(app)
     web.register(app, service)
+    from .validate_route import add_routes as add_validate_routes  # POST /v1/validate (whole kernels)
+    add_validate_routes(app, service)
     app.router.routes.extend(mcp_routes)
     app.add_middleware(_Guard, service=service)
     return app

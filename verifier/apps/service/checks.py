@@ -1,5 +1,6 @@
 """Corpus checks as jobs (``POST /v1/check``): claims run one by one at low priority, every
-outcome is committed as it comes, and an interrupted job resumes where it stopped.
+outcome is committed as it comes, and an interrupted job resumes where it stopped. A whole-kernel
+validation (``POST /v1/validate``) is a job of one item run the same way.
 
 * **Priority.** Claims go to the pool as :data:`~.workers.BATCH` work under the job's own
   client name: single questions always go first, at most ``batch_slots`` workers run claims,
@@ -121,6 +122,14 @@ class CheckJobs:
         self._launch(jid)
         return jid, len(claims)
 
+    async def submit_validation(self, kernel: dict) -> str:
+        """Store and start a whole-kernel validation (``POST /v1/validate``) as a job of one item,
+        ``{"validate": kernel}`` (the texts read from the uploaded tarball), run like a claim: at
+        batch priority, resumed after a restart like every job."""
+        jid = await self.service.db(self.service.store.job_create, "validate", [{"validate": kernel}], self.owner)
+        self._launch(jid)
+        return jid
+
     async def wait(self, jid: str, seconds: float) -> None:
         task = self.mine.get(jid)
         if task is not None:
@@ -161,7 +170,8 @@ class CheckJobs:
 
             await asyncio.gather(*[feeder() for _ in range(pool.batch_slots)])
             items = await self.service.db(store.job_claims, jid)
-            await self.service.db(store.job_finish, jid, status="done", result=check_document(items))
+            result = items[0][2] if job["kind"] == "validate" else check_document(items)
+            await self.service.db(store.job_finish, jid, status="done", result=result)
         except asyncio.CancelledError:
             raise   # the server stops: the job stays running, and is resumed by the next one
         except Exception as e:  # reported through the job, never lost silently
@@ -172,6 +182,8 @@ class CheckJobs:
                 pass
 
     async def _claim(self, jid: str, claim: dict) -> dict:
+        if "validate" in claim:
+            return await self._validation(jid, claim["validate"])
         deadline = min(CLAIM_LIMIT_S, 10.0 + 4 * claim["timeout_ms"] / 1000.0)
         t0 = time.monotonic()
         try:
@@ -186,6 +198,23 @@ class CheckJobs:
             return error_outcome(claim, e.args[0]["error"]["message"], time.monotonic() - t0)
         except JobFailed as e:
             return error_outcome(claim, f"internal error ({e.args[0]})", time.monotonic() - t0)
+
+
+    async def _validation(self, jid: str, kernel: dict) -> dict:
+        """One whole-kernel validation in the pool at batch priority: the ``kernel_validation``
+        document's fields; a worker that fails gives verdict ``unknown`` with the reason."""
+        from .validate_job import JOB_DEADLINE_S, unknown_validation
+        try:
+            return await self.service.pool.run({"kind": "validate_kernel", "args": {"kernel": kernel}},
+                                               JOB_DEADLINE_S, client=f"job:{jid}", priority=BATCH)
+        except WorkerTimeout:
+            return unknown_validation(kernel, f"ran past the service's limit of {JOB_DEADLINE_S:.0f} s")
+        except WorkerCrashed:
+            return unknown_validation(kernel, "the worker process validating this kernel died")
+        except BadInput as e:
+            return unknown_validation(kernel, e.args[0]["error"]["message"], verdict="unsupported")
+        except JobFailed as e:
+            return unknown_validation(kernel, f"internal error ({e.args[0]})")
 
 
 def job_json(job: dict) -> dict:

@@ -148,3 +148,5 @@ def ping(args: dict, store) -> dict:
 
 HANDLERS = {"prove": prove, "analyze": analyze, "show": show, "grids": grids, "check_load": check_load,
             "check_claim": check_claim, "ping": ping}
+from .validate_job import JOB_HANDLERS as _VALIDATE_JOBS  # noqa: E402  (POST /v1/validate's job)
+HANDLERS.update(_VALIDATE_JOBS)

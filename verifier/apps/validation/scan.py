@@ -1,4 +1,5 @@
-"""``scan --validate``: validate every distinct ``convert_layout`` of a scan.
+"""``scan --validate``: validate every distinct ``convert_layout`` of a scan, and every scanned
+NVIDIA kernel whose cache folder holds its TTIR and PTX as a whole (:func:`validate_scanned_kernels`).
 
 Each conversion op of the scan document (:mod:`layoutverify.apps.scan`) becomes a
 :class:`~.conversion.Conversion`: its two layouts as the scan read them, the tensor shape, the
@@ -111,6 +112,59 @@ def render_validation(section: dict) -> str:
 
 
 
+def validate_scanned_kernels(doc: dict, *, time_limit: float | None = None, progress=None) -> dict:
+    """Whole-kernel validation (:mod:`layoutverify.apps.kernels`) of every scanned NVIDIA kernel
+    whose folder holds its TTIR and PTX (a Triton cache's kernel folder): the PTX against the
+    TTIR, element by element. Kernels without them (MLIR dumps, AMD targets) are counted as not
+    validated, with the reason. Returns ``{"verdicts": {...}, "results": [outcome JSON, ...]}``."""
+    import os
+
+    from layoutverify.apps.kernels.folder import find_kernels
+    from layoutverify.apps.kernels.validate import DEFAULT_TIME_LIMIT, validate_files
+    from layoutverify.core.errors import LayoutError
+    folders: dict[str, list[str]] = {}
+    results = []
+    for k in doc.get("kernels", []):
+        path = k.get("path") or ""
+        folder = os.path.dirname(path) if path and os.path.isfile(path) else None
+        if not (k.get("target") or "").startswith("cuda:"):
+            results.append({"name": k.get("name"), "path": path, "verdict": "unsupported",
+                            "reason": f"target {k.get('target') or 'unknown'}: the interpreter executes NVIDIA PTX"})
+        elif folder is None:
+            results.append({"name": k.get("name"), "path": path, "verdict": "unsupported",
+                            "reason": "no kernel folder with TTIR and PTX (an MLIR dump or a lone TTGIR file)"})
+        else:
+            folders.setdefault(folder, []).append(k.get("name"))
+    for i, (folder, names) in enumerate(sorted(folders.items()), 1):
+        if progress:
+            progress(i, len(folders), names[0])
+        try:
+            kernels = find_kernels([folder])
+        except LayoutError as e:
+            results.append({"name": names[0], "path": folder, "verdict": "unsupported", "reason": str(e)})
+            continue
+        for kf in kernels:
+            o = validate_files(kf, None, time_limit=time_limit or DEFAULT_TIME_LIMIT)
+            results.append(o.to_json())
+    counts: dict[str, int] = {"valid": 0, "wrong": 0, "unsupported": 0, "unknown": 0}
+    for r in results:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    order = {"wrong": 0, "unknown": 1, "unsupported": 2, "valid": 3}
+    results.sort(key=lambda r: (order.get(r["verdict"], 4), str(r.get("path")), str(r.get("name"))))
+    return {"verdicts": counts, "wrong": counts["wrong"] > 0, "results": results}
+
+
+def render_kernel_validation(section: dict) -> str:
+    """The counts of whole-kernel validation, then each wrong kernel with its reason."""
+    v = section["verdicts"]
+    lines = [f"validate: {sum(v.values())} kernels: {v['valid']} valid, {v['wrong']} wrong, "
+             f"{v['unsupported'] + v['unknown']} not validated"]
+    for r in section["results"]:
+        if r["verdict"] == "wrong":
+            lines.append(f"  WRONG kernel {r['name']} ({r.get('path')}): {r.get('reason', '')}")
+    return "\n".join(lines)
+
+
 def scan_validation(doc: dict, triton_version: str | None, *, show: bool) -> dict:
     """``scan --validate``: :func:`validate_scan` with the environments, kernel cache and notices
     of the ``validate`` command; prints :func:`render_validation` when ``show``."""
@@ -125,6 +179,9 @@ def scan_validation(doc: dict, triton_version: str | None, *, show: bool) -> dic
                                 interpreters=interpreters, cache_dir=str(cache_root() / "kernels"))
     except Unavailable as e:
         raise LayoutError(f"scan --validate: no Triton environment: {e}") from None
+    section["kernels"] = validate_scanned_kernels(doc)
+    section["wrong"] = section["wrong"] or section["kernels"]["wrong"]
     if show:
         print(render_validation(section))
+        print(render_kernel_validation(section["kernels"]))
     return section
