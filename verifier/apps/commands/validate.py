@@ -68,7 +68,7 @@ def run(args) -> int:
     if len(inputs) == 2 and all(specs):
         return _validate_conversion(args)
     if all(specs):
-        raise LayoutError(f"validate takes two layouts A B (FRAMEWORK:TEXT); got {len(inputs)}")
+        raise LayoutError(f"validate takes two layouts A B (FRAMEWORK:TEXT); got {len(inputs)} inputs")
     bad = inputs[specs.index(False)] if len(inputs) == 2 else inputs[specs.index(True)]
     shown = bad if len(bad) <= 60 else bad[:57] + "..."
     raise LayoutError(f"validate takes two layouts A B (FRAMEWORK:TEXT) or only paths (Triton caches, kernel "
