@@ -6,8 +6,9 @@ Where each interpreter comes from, for release ``3.x`` (the newest patch of it, 
 1. ``LV_TRITON_PYTHONS`` (comma-separated interpreter paths): an interpreter whose Triton is a
    ``3.x`` release serves ``3.x``;
 2. this interpreter, when its own Triton is ``3.x``;
-3. otherwise a virtual environment in the cache directory (``LV_TRITON_CACHE``, default
-   ``$XDG_CACHE_HOME/layoutverify`` or ``~/.cache/layoutverify``) named
+3. otherwise a virtual environment in the cache directory (``LV_ORACLE_CACHE``, else
+   ``LV_TRITON_CACHE``, default ``$XDG_CACHE_HOME/layoutverify`` or ``~/.cache/layoutverify``; the
+   oracles of ``tests/oracle_envs.py`` live there too) named
    ``triton-<release>-py<major><minor>``, made once: ``python -m venv --without-pip`` and
    ``pip install --no-deps --target <its site-packages> triton==<release>``. Triton's wheels
    declare no runtime dependencies (``Requires-Dist`` only for Python < 3.10 and for the
@@ -16,7 +17,8 @@ Where each interpreter comes from, for release ``3.x`` (the newest patch of it, 
    temporary name and renamed when complete, under a file lock, so an interrupted install is
    never used and two sessions do not install at once.
 
-When the install fails (no network, say), the tests of that release skip with pip's message,
+With ``LV_NO_DOWNLOADS=1`` nothing is installed. When the install fails or is not allowed (no
+network, say), the tests of that release skip with pip's message,
 except under CI (``CI`` set to ``true``/``1``/``yes``), where they fail: CI must check every
 release.
 """
@@ -43,9 +45,15 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 
 
+def downloads_allowed() -> bool:
+    """False when ``LV_NO_DOWNLOADS`` is set (to anything but ``0``/``false``/``no``/empty)."""
+    return os.environ.get("LV_NO_DOWNLOADS", "").strip().lower() in ("", "0", "false", "no")
+
+
 def cache_root() -> Path:
-    if os.environ.get("LV_TRITON_CACHE"):
-        return Path(os.environ["LV_TRITON_CACHE"])
+    for var in ("LV_ORACLE_CACHE", "LV_TRITON_CACHE"):
+        if os.environ.get(var):
+            return Path(os.environ[var])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "layoutverify"
 
@@ -95,6 +103,8 @@ def install(release: str, root: Path | None = None) -> str:
     final = root / name
     if triton_version_of(str(venv_python(final))) == wheel:
         return str(venv_python(final))
+    if not downloads_allowed():
+        raise Unavailable(f"{final} is missing and LV_NO_DOWNLOADS is set")
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f".{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
