@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     shutil.rmtree(tmp, ignore_errors=True)
     out = {"schema": "layoutverify/1", "kind": "bench_sweep", "pairs_requested": args.pairs,
            "space_points": available, "cores": os.cpu_count(), "max_workers": args.cores,
-           "machine": platform.platform(), "python": platform.python_version(),
+           "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), "machine": platform.platform(), "python": platform.python_version(),
            "load_average_before": [round(x, 2) for x in load_before],
            "load_average_after": [round(x, 2) for x in os.getloadavg()],
            "goal": "scaling efficiency >= 0.8 at all cores", "runs": runs}
