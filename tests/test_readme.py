@@ -18,8 +18,9 @@ ones:
 * ``layoutverify serve`` is started as written, as a server that stays up for the rest of the
   page; it must say ``serving on`` within a minute, and stops cleanly at the end (its cache
   directory is the page's).
-* inline code spans that are complete commands (``layoutverify check corpora``; no placeholders
-  such as upper-case metavariables, ``[...]``, ``...``), after the blocks.
+* inline code spans that are complete command lines (``layoutverify check corpora``: a subcommand
+  and its arguments, no placeholders such as upper-case metavariables, ``[...]``, ``...``), after
+  the blocks; a bare ``layoutverify serve`` names the command and is not run.
 
 Markers, on a line of their own in a block: ``# needs a GPU`` (run only where an NVIDIA GPU is
 present), ``# needs a PostgreSQL server`` (names a server that is not here, ``db.example``; the
@@ -30,7 +31,8 @@ No fixed port: the port 8000 the pages show (``--port 8000``, ``localhost:8000``
 :func:`test_page_runs_as_written` runs with 8000 held by another socket.
 
 Exit status expected: 2 when the output shown starts with an ``error:`` line (compared with
-stderr); 1 when it has a differing verdict (``verdict: not_equal`` or ``different_tensors``) or a
+stderr) or is a JSON error document (``"kind": "error"``); 1 when it has a differing verdict
+(``verdict: not_equal`` or ``different_tensors``, as text or as JSON) or a
 ``CHANGED``/``ADDED``/``REMOVED`` line; else 0. Output shown under a ``$`` command must appear in
 the real output: line by line from the first line, ``...`` alone on a line skips any lines, a
 line ending in ``...`` matches by its prefix, and times (``(0.3 ms)``) and the layout counts of
@@ -46,6 +48,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,6 +167,8 @@ def inline_commands(text: str) -> list[Step]:
         cmd = m.group(1)
         if re.search(r"\[|\]|\.\.\.|\||\b[A-Z]{1,}\b", cmd):
             continue                                   # a synopsis with placeholders
+        if len(cmd.split()) < 3:
+            continue                                   # a command's name (`layoutverify serve`), not a command line
         out.append(Step("cmd", cmd, line=text[:m.start()].count("\n") + 1))
     return out
 
@@ -227,10 +232,10 @@ def shows_error(c: Step) -> bool:
 
 
 def _expected_exit(c: Step) -> int:
-    if shows_error(c):
+    if shows_error(c) or any('"kind": "error"' in ln for ln in c.shown):
         return 2
     differs = any(ln.startswith(("verdict: not_equal", "verdict: different_tensors", "CHANGED ", "ADDED ", "REMOVED "))
-                  for ln in c.shown)
+                  or re.search(r'"verdict": "(not_equal|different_tensors)"', ln) for ln in c.shown)
     return 1 if differs else 0
 
 
@@ -284,6 +289,7 @@ class _Server:
     """``layoutverify serve`` as written (port mapped), up until :meth:`stop`."""
 
     def __init__(self, part: str, workdir: Path, port: int):
+        self.port = port
         if "--port" not in part:
             part += f" --port {port}"
         self.proc = subprocess.Popen(["bash", "-c", "exec " + part], cwd=workdir, env=_env(workdir),
@@ -299,11 +305,20 @@ class _Server:
                 self.ready.set()
 
     def wait(self) -> str | None:
+        """None once the server has said ``serving on`` and accepts connections (it says so just
+        before it binds), else why not."""
         if not self.ready.wait(60):
             return "the server did not say 'serving on' within 60 s: " + "".join(self.seen)[-800:]
-        if self.proc.poll() is not None:
-            return f"the server exited ({self.proc.returncode}) after starting"
-        return None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return f"the server exited ({self.proc.returncode}) after starting: " + "".join(self.seen)[-800:]
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
+                return None
+            except OSError:
+                time.sleep(0.2)
+        return "the server said 'serving on' but accepted no connection within 60 s"
 
     def stop(self) -> str | None:
         if self.proc.poll() is not None:
@@ -427,8 +442,8 @@ def test_matcher_rules():
     assert runnable_parts("pip install -e . && layoutverify show X") == ["layoutverify show X"]
     assert runnable_parts("python -m pytest -q -p no:cacheprovider tests") == []
     assert runnable_parts("python -m pytest -q test_mine.py") == ["python -m pytest -q test_mine.py"]
-    assert [c.text for c in inline_commands("`layoutverify check corpora` and `layoutverify show SPEC`")] == \
-        ["layoutverify check corpora"]
+    assert [c.text for c in inline_commands("`layoutverify check corpora` and `layoutverify show SPEC` "
+                                            "and `layoutverify diff`")] == ["layoutverify check corpora"]
     assert map_port("curl localhost:8000/v1 && layoutverify serve --port 8000", 4321) == \
         "curl localhost:4321/v1 && layoutverify serve --port 4321"
     steps = steps_of("```toml\n# file: specs/a.toml\ntask = 1\n```\n```python\nprint(1)\n```\n")
