@@ -121,7 +121,7 @@ def test_pypi_only_resolution_has_every_test_oracle(report):
     got = _installed(report)
     for name in ("pytest", "hypothesis", "iree-base-compiler", "z3-solver", "numpy", "fastapi", "uvicorn",
                  "psycopg", "mcp", "playwright", "ray", "rich", "pyyaml", "mkdocs", "mkdocs-material",
-                 "mkdocstrings-python", "build", "twine"):
+                 "mkdocstrings-python", "build", "twine", "scipy"):
         assert name in got, name
 
 

@@ -34,7 +34,10 @@ def _flags(action: argparse.Action) -> str:
 
 
 def _cell(text: str | None) -> str:
-    return (text or "").replace("|", "\\|").replace("\n", " ")
+    """Table-safe text; paths inside the checkout (defaults such as the atlas corpus) relative to it,
+    so the page does not depend on where the checkout is."""
+    text = (text or "").replace(str(ROOT) + "/", "")
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _help(action: argparse.Action) -> str:

@@ -43,9 +43,8 @@ def write_markdown(path: str, text: str) -> None:
 
 def print_warnings(outcomes, *, quiet: bool) -> None:
     """Property warnings (core.properties) on stderr; they never change the exit status. Each on
-    its own line, or with ``-q`` one line that counts them by code. A warning its claim expects
-    (``expect_warnings``) is asserted, not reported."""
-    warnings = [(o, w) for o in outcomes for w in o.warnings if w["code"] not in (o.claim.expect_warnings or ())]
+    its own line, or with ``-q`` one line that counts them by code."""
+    warnings = [(o, w) for o in outcomes for w in o.warnings]
     if not warnings:
         return
     if quiet:
