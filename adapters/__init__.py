@@ -10,6 +10,7 @@ Every adapter module exposes ``parse(text, shape=None, **options) -> Layout`` an
 """
 from __future__ import annotations
 
+import difflib
 import importlib
 import re
 import threading
@@ -57,7 +58,15 @@ def split_spec(spec: str) -> tuple[str, str]:
     if sep and head.strip().lower() in FRAMEWORKS:
         fw, text = head.strip().lower(), rest
     else:
-        fw, text = guess_framework(spec), spec
+        try:
+            fw, text = guess_framework(spec), spec
+        except LayoutError:
+            close = _misspelt_framework(head) if sep else None
+            if close:
+                raise LayoutError(f"unknown framework {head.strip()!r} in {spec[:40]!r}; did you mean "
+                                  f"{close!r}? (write FRAMEWORK:TEXT with FRAMEWORK one of "
+                                  f"{', '.join(FRAMEWORKS)})") from None
+            raise
     text = text.strip()
     if text.startswith("@"):
         from layoutverify.core.files import read_text
@@ -65,6 +74,15 @@ def split_spec(spec: str) -> tuple[str, str]:
     if not text.strip():
         raise LayoutError(f"empty {fw} layout text")
     return fw, text.strip()
+
+
+def _misspelt_framework(head: str) -> str | None:
+    """The framework name ``head`` (the text before the first ``:``) is a misspelling of, if any."""
+    word = head.strip().lower()
+    if not word.isidentifier() or len(word) > 20:
+        return None
+    close = difflib.get_close_matches(word, list(FRAMEWORKS), n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 _LOADED: dict = {}  # module name -> the imported adapter module

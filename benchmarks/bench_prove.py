@@ -24,6 +24,7 @@ above; non-F2 pairs up to 2^16 hardware locations proved in under 100 ms at p99.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -255,6 +256,7 @@ def main(argv=None):
     nonf2_p99 = pct([t[0] for b in buckets if b.startswith("nonf2") and ">2^16" not in b for t in auto_t[b]], 99) * 1e3
     result = {
         "pairs": n, "seed": args.seed, "z3_every": args.z3_every, "timeout_ms": args.timeout_ms,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
                     "cpu_count": os.cpu_count()},
         "overall": {"auto": summary(all_auto), "table": summary(all_table), "z3_only": summary(all_z3)},
@@ -291,10 +293,15 @@ def main(argv=None):
           f"z3-only {o['z3_only']['proofs_per_s']:.1f}/s")
     print(f"verdicts {dict(verdicts)}; unknown {unknown}; disagreements with the table: {len(disagreements)}")
     t = result["targets"]
-    print(f"target F2 >=10x table at 64x64+: min {t['f2_min_speedup_vs_table_at_64x64_and_above']:.1f}x "
-          f"-> {'MET' if t['f2_target_10x_met'] else 'NOT MET'}")
-    print(f"target non-F2 <=2^16 locations p99 < 100 ms: {t['nonf2_p99_ms_up_to_2^16_locations']:.1f} ms "
-          f"-> {'MET' if t['nonf2_target_100ms_p99_met'] else 'NOT MET'}")
+    if args.quick:      # too few pairs per bucket to judge a target: say what was seen, not MET / NOT MET
+        judged = "(a smoke run of 300 pairs: the targets are judged on the full run, see benchmarks/README.md)"
+        print(f"F2 vs table at 64x64 and above: min {t['f2_min_speedup_vs_table_at_64x64_and_above']:.1f}x; "
+              f"non-F2 p99 up to 2^16 locations: {t['nonf2_p99_ms_up_to_2^16_locations']:.1f} ms {judged}")
+    else:
+        print(f"target F2 >=10x table at 64x64+: min {t['f2_min_speedup_vs_table_at_64x64_and_above']:.1f}x "
+              f"-> {'MET' if t['f2_target_10x_met'] else 'NOT MET'}")
+        print(f"target non-F2 <=2^16 locations p99 < 100 ms: {t['nonf2_p99_ms_up_to_2^16_locations']:.1f} ms "
+              f"-> {'MET' if t['nonf2_target_100ms_p99_met'] else 'NOT MET'}")
     print(f"wrote {args.out}")
     return 0 if not disagreements else 1
 

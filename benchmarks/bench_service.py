@@ -305,7 +305,7 @@ def main() -> int:
     args.out = args.out or os.path.join(results_dir, "bench_service.json")
     workers = args.workers or min(8, os.cpu_count() or 1)
     result = {"benchmark": "bench_service", "clients": args.clients, "requests_per_client": args.requests,
-              "workers": workers, "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+              "workers": workers, "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                                               "loadavg_before": os.getloadavg()},
               "goals": {"cached_p50_ms": 5, "cold_prove_p99_ms": 200}, "stores": {}}
     pg = None

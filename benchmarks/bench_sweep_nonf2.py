@@ -175,6 +175,7 @@ def main(argv=None):
     slowest = sorted(times, key=lambda t: -t[0])[:10]
     result = {
         "pairs": len(pairs), "seed": args.seed, "max_locations": maxloc, "note": args.note,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
         "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count()},
         "unknown": unknown, "disagreements": disagree[:50], "n_disagreements": len(disagree),
         "bad_witnesses": bad_witness[:50], "n_bad_witnesses": len(bad_witness), "brute_checked": brute_checked,

@@ -117,7 +117,7 @@ def main(argv=None):
     result = {"pairs": len(pairs), "distinct_layouts": len({(a, s) for a, _, s in pairs}), "cpu_s": cpu,
               "wall_s": wall, "pairs_per_cpu_s": len(pairs) / cpu, "verdicts": verdicts, "errors": errors,
               "checked": min(args.check, len(pairs)), "mismatches": mismatches, "note": args.note,
-              "machine": {"python": platform.python_version(), "platform": platform.platform(),
+              "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), "machine": {"python": platform.python_version(), "platform": platform.platform(),
                           "cpu_count": os.cpu_count()}}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

@@ -24,6 +24,11 @@ def main() -> int:
     args = ap.parse_args()
     if args.replot:
         return replot(args.replot)
+    from layoutverify.apps.measure.gpu_run import gpu_available
+    why = gpu_available()
+    if why is not None:     # as `layoutverify measure` says it: one line, exit 2
+        print(f"gpu_conversions.py: error: needs an NVIDIA GPU: {why}", file=sys.stderr)
+        return 2
     from layoutverify.apps.measure.bench import device, measure_pair
     from layoutverify.apps.measure.suite import load_suite
     os.makedirs(args.out, exist_ok=True)

@@ -1,4 +1,12 @@
-"""Shared pytest configuration: the ``gpu`` marker skips cleanly on machines without a GPU."""
+"""Shared pytest configuration.
+
+* The oracles the test environment cannot hold (tilus, pycute and the CuTe C++ headers) are made
+  available when the session starts, installed once into the cache (``tests/oracle_envs.py``).
+* The ``gpu`` marker skips cleanly on machines without a GPU.
+* Under CI (``CI=true``) a skip is a failure, except for GPU tests and :data:`ALLOWED_SKIPS`: a
+  missing oracle (Triton release, tilus, pycute, CuTe C++, IREE, Ray, PostgreSQL, Chromium, ...)
+  must fail CI, never pass it silently.
+"""
 from __future__ import annotations
 
 import os
@@ -13,6 +21,80 @@ if str(ROOT) not in sys.path:
 TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
+
+
+#: skips that are not a missing oracle, allowed under CI too: (reason pattern, why)
+ALLOWED_SKIPS = (
+    (r"\bGPU\b", "GPU tests: CI machines have no GPU"),
+    (r"^root writes read-only files", "tests/test_hostile.py: read-only targets cannot be made for root"),
+)
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def pytest_configure(config):
+    from oracle_envs import activate
+    activate()
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])
+    return str(longrepr)
+
+
+def _allowed_skip(reason: str, keywords=()) -> bool:
+    import re
+    return "gpu" in keywords or any(re.search(pattern, reason.removeprefix("Skipped: "))
+                                    for pattern, _ in ALLOWED_SKIPS)
+
+
+def _ci_failure(report, reason: str) -> None:
+    from oracle_envs import PROBLEMS
+    report.outcome = "failed"
+    report.longrepr = (f"skipped under CI=true, where every oracle must be present: {reason}"
+                       + "".join(f"\n  {p}" for p in PROBLEMS.values()))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and in_ci() and not hasattr(report, "wasxfail"):
+        reason = _skip_reason(report)
+        if not _allowed_skip(reason, item.keywords):
+            _ci_failure(report, reason)
+
+
+#: modules skipped whole at collection under CI (``importorskip`` at module level): (module, reason)
+_CI_SKIPPED_MODULES: list[tuple[str, str]] = []
+
+
+def pytest_collectreport(report):
+    """A module skipped whole is recorded here, not failed at collection (a collection error
+    would stop the whole run); :func:`pytest_sessionfinish` fails the run for it."""
+    if report.skipped and in_ci():
+        reason = _skip_reason(report)
+        if not _allowed_skip(reason):
+            _CI_SKIPPED_MODULES.append((report.nodeid, reason))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if _CI_SKIPPED_MODULES:
+        from oracle_envs import PROBLEMS
+        terminalreporter.section("skipped under CI=true, where every oracle must be present", red=True)
+        for nodeid, reason in _CI_SKIPPED_MODULES:
+            terminalreporter.write_line(f"FAILED {nodeid}: {reason}")
+        for problem in PROBLEMS.values():
+            terminalreporter.write_line(f"  {problem}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _CI_SKIPPED_MODULES and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _have_gpu() -> bool:
@@ -55,7 +137,7 @@ def triton_python():
     from ``LV_TRITON_PYTHONS``, this interpreter, or a cached venv installed once
     (``tests/triton_releases.py``). When none can be had the calling test skips, or fails under
     CI (``CI=true``), where every release must be checked."""
-    from triton_releases import Interpreters, Unavailable, in_ci
+    from triton_releases import Interpreters, Unavailable
 
     interpreters = Interpreters()
 

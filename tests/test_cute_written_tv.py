@@ -43,7 +43,7 @@ def test_written_tv_is_the_ptx_c_fragment():
 @pytest.mark.parametrize("text, tile", [
     ("((32,4),(2,2)):((2,64),(1,256))", (16, 32)),         # 4 warps, 128 threads, 512 elements
     ("((8,4,4),(2,4)):((4,1,128),(32,512))", (64, 32)),     # mixed strides, 4 warps
-    ("((4,8),(2,2)):((32,1),(16,8))", None),                 # 1-D tile
+    ("((4,8),(2,2)):((32,1),(16,8))", (128,)),               # 1-D tile (the flat index: asked for with a shape)
     ("(64,(3,2)):(1,(64,192))", (192, 2)),                   # non-power-of-two values, 2 warps
 ])
 def test_written_tv_matches_pycute_at_every_thread_and_value(text, tile):

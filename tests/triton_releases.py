@@ -9,7 +9,8 @@ release (``tests/conftest.py``).
 from __future__ import annotations
 
 from layoutverify.apps.validation.releases import (  # noqa: F401  (re-exported for the tests)
-    INSTALL_TIMEOUT_S, Interpreters, Unavailable, cache_root, in_ci, install, major_minor, triton_version_of,
+    INSTALL_TIMEOUT_S, Interpreters, Unavailable, cache_root, downloads_allowed, in_ci, install, major_minor,
+    triton_version_of,
     venv_python,
 )
 from layoutverify.apps.validation.releases import SUPPORTED as RELEASES

@@ -14,4 +14,4 @@ from layoutverify.core.layout import Layout, logical_dims
 
 __all__ = ["Layout", "logical_dims", "LayoutError", "ParseError", "UnsupportedError",
            "NotInvertibleError", "SizeLimitError"]
-__version__ = "0.2.0"
+__version__ = "0.3.0"

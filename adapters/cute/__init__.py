@@ -47,8 +47,8 @@ What the canonical form means:
 * a TV layout written by hand is declared with the prefix ``tv:`` (``cute:tv:((4,8),(2,2)):((32,1),(16,8))``)
   or the option ``as_="register"`` (corpora: ``options = { as = "register" }``): mode 0 is the
   thread (``lane = t % warp_size``, ``warp = t // warp_size``), mode 1 the value (``register``),
-  and the layout's value is an index into the tile given as ``shape``, read column-major (CuTe's
-  convention; 1-D without a shape). See :func:`.tv.written_tv_to_register`.
+  and the layout's value is an index into the tile given as ``shape`` (required), read
+  column-major (CuTe's convention). See :func:`.tv.written_tv_to_register`.
 
 :func:`native` answers the same text with the installed CuTe, for ``show --native`` and the atlas:
 atoms from CUTLASS's C++ traits compiled from the headers (:mod:`.cutlass_traits`), other layouts

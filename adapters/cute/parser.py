@@ -4,7 +4,7 @@ Grammar (whitespace is free; ``_N`` is CuTe's static integer ``N``)::
 
     expr    := term ('o' term)*                       composed layout: A o offset o B, or A o B
     term    := primary [':' primary]                  shape:stride
-    primary := INT | '-' INT | '_' | SMEM_PTR          INT: 8 (bare), _8 (static), _-1
+    primary := INT | '-' INT | '_' | SMEM_PTR          INT: 8 (bare), _8 (static), _-1, C++'s 0b1000, 0x10
              | '(' expr (',' expr)* ')'               IntTuple, or a tiler of layouts / ints / _
              | NAME ['<' targ (',' targ)* '>'] ['(' [arg (',' arg)*] ')'] ['.' NAME]
     arg     := NAME '=' expr | expr
@@ -45,6 +45,7 @@ class Token:
 _TOKEN_RE = re.compile(r"""
     (?P<ws>\s+)
   | (?P<smem>smem_ptr\[(?P<bits>[0-9]+)b\]\(unset\))
+  | (?P<cxxint>0[bB][01]+|0[xX][0-9a-fA-F]+)(?![A-Za-z0-9_@])
   | (?P<basis>_?-?[0-9]+(?:@[0-9]+)+)
   | (?P<int>_?-?[0-9]+)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)
@@ -76,6 +77,10 @@ def tokenize(text: str) -> list[Token]:
             if len(s) > MAX_INT_DIGITS * 2 or len(path) > 8:
                 raise ParseError("scaled basis element too large", text, pos + 1, s)
             toks.append(Token("BASIS", s, pos + 1, (int(digits), tuple(int(p) for p in reversed(path)))))
+        elif kind == "cxxint":               # C++ binary and hexadecimal literals: make_swizzle<0b1000,0b0100>()
+            if len(s) > MAX_INT_DIGITS * 4:
+                raise ParseError("integer too large", text, pos + 1, s)
+            toks.append(Token("INT", s, pos + 1, int(s, 0)))
         elif kind == "int":
             digits = s.lstrip("_")
             if len(digits) > MAX_INT_DIGITS:

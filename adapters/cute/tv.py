@@ -138,6 +138,25 @@ def _split(contribs: list[tuple[E.Expr, int, int]], fast: int) -> tuple[E.Expr, 
     return idx % fast, idx // fast
 
 
+#: Largest TV layout (threads x values, and tile elements) turned into a register layout.
+MAX_TV_LOCATIONS = 1 << 32
+
+
+def _check_size(tvl: TVLayout, nthr: int, nval: int) -> None:
+    """Refuse TV layouts past the stated limits: 2^32 hardware locations (threads x values) and
+    tensors of 2^32 elements (a tiled MMA over 2^32 warps has a 2^39-element tile)."""
+    from layoutverify.core.errors import SizeLimitError
+    if nthr * nval > MAX_TV_LOCATIONS:
+        raise SizeLimitError(f"{tvl.name} has {nthr} threads x {nval} values (more than 2^32 hardware "
+                             "locations); too large to verify")
+    elements = 1
+    for n in tvl.tile:
+        elements *= n
+    if elements > MAX_TV_LOCATIONS:
+        raise SizeLimitError(f"{tvl.name} covers a {'x'.join(map(str, tvl.tile))} tile of {elements} elements "
+                             "(more than 2^32); too large to verify")
+
+
 def tv_to_register(tvl: TVLayout, warp_size: int = 32) -> Layout:
     """The canonical register layout of a TV layout (see the module docstring)."""
     if warp_size < 1:
@@ -147,6 +166,7 @@ def tv_to_register(tvl: TVLayout, warp_size: int = 32) -> Layout:
         raise LayoutError(f"a TV layout has two modes (thread, value); {tv} has {tv.rank()}")
     thr, val = tv.mode(0), tv.mode(1)
     nthr, nval = thr.size(), val.size()
+    _check_size(tvl, nthr, nval)
     hw, t_expr = _thread_index(tvl.thr_id, nthr, warp_size)
     contribs: list[tuple[E.Expr, int, int]] = []
     div = 1
@@ -175,9 +195,6 @@ def tv_to_register(tvl: TVLayout, warp_size: int = 32) -> Layout:
 
 
 # ---------------------------------------------------------------------------------------------
-#: Largest hand-written TV layout (threads x values) turned into a register layout.
-MAX_TV_LOCATIONS = 1 << 32
-
 
 def written_tv_to_register(tv: CuteLayout, shape=None, warp_size: int = 32, name: str | None = None) -> Layout:
     """A TV layout written by hand (``cute:tv:((32,4),(2,2)):((...),(...))``) as a register layout.
@@ -186,8 +203,10 @@ def written_tv_to_register(tv: CuteLayout, shape=None, warp_size: int = 32, name
     ``lane = t % warp_size``, ``warp = t // warp_size`` (DESIGN.md §1), value ``v`` is ``register``.
     The layout maps ``(t, v)`` to an index of a tile; ``shape`` is the tile (``--shape 16x8``) and
     the index is read column-major over it, CuTe's convention (``i = m + M * n`` for an M x N
-    tile, so ``dim0`` = m). Without ``shape`` the tile is 1-D, ``0 .. cosize - 1``. An index
-    outside the tile is an error; tile elements that no (t, v) reaches make a partial layout.
+    tile, so ``dim0`` = m). ``shape`` is required, as CuTe keeps a TV layout beside its tile (the
+    ``Tiler_MN`` of ``make_tiled_copy``, the M x N tile of a ``TiledMMA``): without it the index
+    has no coordinates (``shape=(cosize,)`` reads it as the flat 1-D index). An index outside the
+    tile is an error; tile elements that no (t, v) reaches make a partial layout.
     """
     if warp_size < 1:
         raise LayoutError(f"warp size must be positive, got {warp_size}")
@@ -198,7 +217,11 @@ def written_tv_to_register(tv: CuteLayout, shape=None, warp_size: int = 32, name
     if nthr * nval > MAX_TV_LOCATIONS:
         from layoutverify.core.errors import SizeLimitError
         raise SizeLimitError(f"TV layout {tv} has {nthr} threads x {nval} values (more than 2^32); too large to verify")
-    tile = tuple(int(x) for x in shape) if shape is not None else (max(tv.cosize(), 1),)
+    if shape is None:
+        raise LayoutError(f"the thread/value layout {tv} maps (thread, value) to an index of a tile, which "
+                          f"CuTe keeps beside it (the Tiler_MN of make_tiled_copy, a TiledMMA's tile): give the "
+                          f"tile with --shape, e.g. --shape 16x8 (--shape {max(tv.cosize(), 1)} reads the flat index)")
+    tile = tuple(int(x) for x in shape)
     if not tile or any(x < 1 for x in tile):
         raise LayoutError(f"bad tile shape {tile} for TV layout {tv}")
     total = 1

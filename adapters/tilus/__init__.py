@@ -222,7 +222,7 @@ def _chain_layout(text: str, warp_size: int, name: str) -> Layout | None:
             threads *= count
         else:
             locals_ *= count
-    if max(shape) > reg.MAX_SIZE or threads * locals_ > reg.MAX_ELEMENTS:
+    if max(shape) > reg.MAX_SIZE or threads * locals_ > reg.MAX_ELEMENTS or threads > reg.MAX_THREADS:
         return None
     if threads <= warp_size:
         lanes, warps = threads, 1

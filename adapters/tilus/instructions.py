@@ -16,6 +16,8 @@ from __future__ import annotations
 from layoutverify.core.errors import LayoutError, NativeError, UnsupportedError
 from layoutverify.core.layout import Layout
 
+from .package import import_tilus
+
 KINDS = ("mma_dot", "ldmatrix", "stmatrix", "wgmma", "tcgen05_ldst")
 
 
@@ -71,6 +73,7 @@ def instruction_layout(ref: str) -> Layout:
     if build is None:
         raise LayoutError(f"unknown tilus native reference {ref!r} ({', '.join(k + ':' for k in KINDS)})")
     try:
+        import_tilus()      # with or without torch (see .package)
         lay = build()
     except ImportError as e:
         raise UnsupportedError(f"tilus is not installed (or moved its instruction modules): {e}") from None

@@ -19,11 +19,13 @@ from layoutverify.core.errors import LayoutError, NativeError, UnsupportedError
 from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout, logical_dims
 
 from . import syntax
+from .package import import_tilus
 from .shared import _invert_offsets
 
 
 def _tilus():
     try:
+        import_tilus()      # with or without torch (see .package)
         from tilus.ir.layout import RegisterLayout, SharedLayout
         from tilus.ir.layout.ops import register_ops as R
         from tilus.ir.layout.ops import shared_ops as S

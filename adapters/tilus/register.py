@@ -54,6 +54,9 @@ MAX_SIZE = 1 << 24
 MAX_ELEMENTS = 1 << 32
 #: Most tensor dimensions.
 MAX_RANK = 8
+#: Most threads of one layout: Tilus's thread index (``spatial_index`` of ``get_global``, the
+#: kernel's thread id) is an ``int32``, so thread ids stop at 2^31 - 1.
+MAX_THREADS = 1 << 31
 
 
 def _prod(xs) -> int:
@@ -107,6 +110,9 @@ class RegisterModes:
         for m in spatial:
             if m < 0 and -m > MAX_SIZE:
                 raise SizeLimitError(f"replication {-m} exceeds the limit {MAX_SIZE}")
+        if self.num_threads > MAX_THREADS:
+            raise SizeLimitError(f"layout has {self.num_threads} threads; Tilus numbers threads with int32, "
+                                 "so at most 2^31")
         if self.num_threads * self.local_size > MAX_ELEMENTS:
             raise SizeLimitError(f"layout has {self.num_threads} threads x {self.local_size} locals, "
                                  f"more than {MAX_ELEMENTS} locations")

@@ -79,7 +79,7 @@ def ll_encoding(*kinds: str):
 
         def to_layout(attr, shape, **options):
             lay = fn(attr, shape, **options).to_layout()
-            if attr.kind == "linear":   # keys Triton's parser skips are named, not silently dropped
+            if attr.kind in ("linear", "generic_linear"):   # keys Triton's parser skips are named, not dropped
                 note = ignored_note(ignored_params(attr, REGISTER_DIMS))
                 if note:
                     lay.name = (lay.name or describe(attr)) + note
@@ -94,12 +94,20 @@ def ll_encoding(*kinds: str):
 # ---------------------------------------------------------------------------------------------
 # #ttg.linear
 # ---------------------------------------------------------------------------------------------
-def linear_attr_ll(attr: Attr, options: Mapping | None = None) -> LL:
+def linear_attr_ll(attr: Attr, options: Mapping | None = None, *, generic: bool = False) -> LL:
     """The layout written in a ``#ttg.linear`` attribute, sizes inferred (natural shape).
 
     Triton >= 3.7 also requires it to be a bijection once its zero (broadcast) bases are removed,
     i.e. a permutation matrix: every non-zero basis one power of two along one dim, none repeated
-    (``LinearEncodingAttr::verify``, #9215); Triton 3.6 accepted repeated bases."""
+    (``LinearEncodingAttr::verify``, #9215); Triton 3.6 accepted repeated bases.
+
+    ``generic``: a ``#ttg.generic_linear`` (Triton 3.9's ``GenericLinearEncodingAttr``, the same
+    four bases in the same syntax): its warp bases may move in several dims (swizzled) and it need
+    only be surjective, not a bijection; register, lane and block bases still move in at most one
+    dim (``GenericLinearEncodingAttr::verify``). Triton 3.6-3.8 do not know it."""
+    if generic and not version.at_least(options or {}, "3.9"):
+        raise LayoutError(f"{describe(attr)} is new in Triton 3.9; Triton {version.of(options or {})} "
+                          f"does not know it (write #ttg.linear, or read it with --triton-version 3.9)")
     # Triton's parser reads the four bases and skips any other key (``order = [1, 0]`` appears in
     # its own tests), so other keys are ignored here too
     check_params(attr, required=REGISTER_DIMS, optional=tuple(attr.params))
@@ -113,17 +121,20 @@ def linear_attr_ll(attr: Attr, options: Mapping | None = None) -> LL:
         raise LayoutError(f"{describe(attr)} has no bases at all; Triton needs at least one to know the rank")
     every = [v for vs in raw.values() for v in vs]
     # the checks below, at C speed first: one length, at most one non-zero entry per basis
-    fine = set(map(len, every)) == {rank} and all(len(v) - v.count(0) <= 1 for v in every)
+    straight = [v for k, vs in raw.items() if not (generic and k == "warp") for v in vs]
+    fine = set(map(len, every)) == {rank} and all(len(v) - v.count(0) <= 1 for v in straight)
     for k, vs in ({} if fine else raw).items():
         for v in vs:
             if len(v) != rank:
                 raise LayoutError(f"{describe(attr)}: basis {v} of {k} has {len(v)} entries, but the first "
                                   f"basis has {rank}")
-            if sum(1 for c in v if c) > 1:
+            if sum(1 for c in v if c) > 1 and not (generic and k == "warp"):
                 raise LayoutError(f"{describe(attr)}: basis {v} of {k} moves in more than one dimension; "
-                                  f"in a distributed layout each basis moves in at most one")
+                                  + ("in a generic linear layout only warp bases may (register, lane and block "
+                                     "bases move in at most one)" if generic else
+                                     "in a distributed layout each basis moves in at most one"))
     ll = LL.inferred(raw, dim_names(rank), what=describe(attr), fresh=True)
-    if version.at_least(options or {}, "3.7"):
+    if version.at_least(options or {}, "3.7") and not generic:
         moving = [tuple(v) for v in every if v.count(0) != len(v)]
         fine = set(chain.from_iterable(moving)) <= ZERO_OR_POW2 and len(set(moving)) == len(moving)
         seen: dict[tuple[int, ...], str] = {}
@@ -141,13 +152,14 @@ def linear_attr_ll(attr: Attr, options: Mapping | None = None) -> LL:
     return ll
 
 
-@ll_encoding("linear")
+@ll_encoding("linear", "generic_linear")
 def linear_ll(attr: Attr, shape=None, **options) -> LL:
-    """``#ttg.linear``: the bases as written, fitted to ``shape`` (``LinearEncodingAttr::toLinearLayout``).
+    """``#ttg.linear`` and ``#ttg.generic_linear``: the bases as written, fitted to ``shape``
+    (``LinearEncodingAttr::toLinearLayout``; the generic one shares it).
 
     Registers repeat (or are dropped) in the layout's own order: the dims in order of first
     appearance in the register bases, then the rest from the last dim to the first."""
-    ll = linear_attr_ll(attr, options)
+    ll = linear_attr_ll(attr, options, generic=attr.kind == "generic_linear")
     rank = len(ll.outs)
     check_warp_size(attr, ll.in_size("lane"), options)
     if shape is None:

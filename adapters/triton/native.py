@@ -128,7 +128,8 @@ def _element_for(attr) -> str:
 def _natural_shape(attr):
     """``#ttg.linear`` / ``#ttg.shared_linear`` carry their own shape (inferred from the bases)."""
     from .ll import LL, dim_names
-    keys = {"linear": ("register", "lane", "warp", "block"), "shared_linear": ("offset", "block")}.get(attr.kind)
+    keys = {"linear": ("register", "lane", "warp", "block"), "generic_linear": ("register", "lane", "warp", "block"),
+            "shared_linear": ("offset", "block")}.get(attr.kind)
     if keys is None:
         if attr.kind == "padded_shared" and isinstance(attr.params.get("shape"), list):
             return tuple(attr.params["shape"])

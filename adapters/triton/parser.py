@@ -32,6 +32,8 @@ integers past :data:`MAX_INT` and tensors of more than :data:`MAX_ELEMENTS` elem
 """
 from __future__ import annotations
 
+import difflib
+
 import json
 import re
 from itertools import chain
@@ -788,16 +790,26 @@ def describe(attr: Attr) -> str:
 
 
 def check_params(attr: Attr, required=(), optional=()) -> None:
-    """Raise naming the missing required and the unknown parameters of ``attr``."""
-    missing = [k for k in required if k not in attr.params]
-    if missing:
-        raise LayoutError(f"{describe(attr)} needs parameter{'s' if len(missing) > 1 else ''} "
-                          f"{', '.join(missing)}" + _at(attr))
+    """Raise naming the unknown parameters of ``attr`` (first: a misspelt key is reported as
+    unknown, with the nearest known key, as Triton's parser reports "unexpected key"), then the
+    missing required ones."""
     known = set(required) | set(optional)
     unknown = [k for k in attr.params if k not in known]
     if unknown:
         raise LayoutError(f"{describe(attr)} has no parameter{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(repr(k) for k in unknown)} (known: {', '.join(sorted(known))})" + _at(attr))
+                          f"{', '.join(repr(k) for k in unknown)}{_nearest(unknown[0], known)}" + _at(attr))
+    missing = [k for k in required if k not in attr.params]
+    if missing:
+        raise LayoutError(f"{describe(attr)} needs parameter{'s' if len(missing) > 1 else ''} "
+                          f"{', '.join(missing)}" + _at(attr))
+
+
+def _nearest(key: str, known) -> str:
+    """``; did you mean 'sizePerThread'?`` or the known keys."""
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f" (known: {', '.join(sorted(known))})"
 
 
 _INT_TYPE = {int}

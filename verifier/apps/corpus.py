@@ -1,6 +1,7 @@
 """Corpora: layouts and equivalence claims as TOML data files.
 
-A corpus file holds any number of claims and named layouts::
+A corpus file holds any number of claims and named layouts. This one is checked as written by
+``tests/test_friction.py`` (``layoutverify check`` on it passes)::
 
     [defaults]                      # optional: applies to every claim/layout of the file
     shape = [32, 32]
@@ -8,32 +9,18 @@ A corpus file holds any number of claims and named layouts::
     [[claim]]
     name = "mma-v2-C-vs-cute"       # unique within the file
     a = "triton:#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [2, 2], instrShape = [16, 8]}>"
-    b = "cute:tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (2,2,1), C, tile=(32,32))"
-    shape = [32, 32]                # optional; shape_a / shape_b set one side only
-    options = { warp_size = 32 }    # optional adapter options (both sides); options_a / options_b
-    expect = "equal"                # a verdict: equal | equal_up_to_register_order | not_equal |
-                                    # different_tensors; or a conversion class A -> B:
-                                    # no_op | register_permute | intra_warp | intra_cta | cross_cta
-    tags = ["atlas", "mma.m16n8k16"]
-    note = "why this should hold"   # optional
-    fragment = "mma.m16n8k16.f32.C" # optional: the atlas row this claim belongs to
-    framework = "cute"              # optional: the atlas column (defaults to b's framework)
-    known = "not_equal"             # optional: a KNOWN DIFFERENCE. ``expect`` stays what is
-                                    # believed true (the spec); ``known`` is what the framework
-                                    # is known to answer instead. The claim then passes as
-                                    # "known" while the difference reproduces exactly, and FAILS
-                                    # once it no longer does (fixed: remove ``known``).
-    num_warps = 4                   # optional: the module's num-warps; a register layout with another
-                                    # warp count is a ``num_warps`` warning
-    subtile_offsets = [0, 32]       # optional: b is a sub-tile of a at these offsets (extract_slice,
-                                    # memdesc_subview); ``not_restriction`` when b's layout is not a's
-                                    # restricted to the tile
-    expect_warnings = ["replicated_registers"]  # optional: exactly these warning codes (of a, b and
-                                    # the sub-tile check) must fire, else the claim fails; without
-                                    # it, warnings are printed by ``check`` and never fail a claim
-    native = "mma_dot:m16n8k16v1_f16_f32:A"   # optional: where the atlas's --native mode gets the
-                                    # framework's own layout for side b (see layoutverify.apps.atlas);
-                                    # default: b's text through the framework's ``native``
+    b = "cute:tiled_mma(SM80_16x8x16_F32F16F16F32_TN, (2,2,1):(2,1,0), C, tile=(32,32))"
+    expect = "equal"
+    tags = ["mma.m16n8k16"]
+    note = "warpsPerCTA = [2, 2] numbers warps along N first: CuTe's atom layout (2,2,1):(2,1,0)"
+    fragment = "mma.m16n8k16.f32.C"
+
+    [[claim]]
+    name = "mma-v2-C-to-blocked"
+    a = "triton:#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [2, 2], instrShape = [16, 8]}>"
+    b = "triton:#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"
+    expect = "intra_cta"            # a conversion class: the cheapest mechanism that suffices
+    num_warps = 4
 
     [[inexpressible]]               # an atlas cell the framework cannot express (and why)
     fragment = "ldmatrix.x4"
@@ -42,8 +29,32 @@ A corpus file holds any number of claims and named layouts::
 
     [[layout]]                      # a named layout, recorded by `layoutverify snapshot`
     name = "blocked-4x8"
-    spec = "triton:#ttg.blocked<...>"
+    spec = "triton:#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"
     shape = [64, 64]
+
+The keys of a claim:
+
+* ``name`` (unique within the file), ``a``, ``b``: the two layouts, ``FRAMEWORK:TEXT``;
+* ``expect``: a verdict (``equal``, ``equal_up_to_register_order``, ``not_equal``,
+  ``different_tensors``) or a conversion class A -> B (``no_op``, ``register_permute``,
+  ``intra_warp``, ``intra_cta``, ``cross_cta``, ``impossible``);
+* ``shape`` (``shape_a`` / ``shape_b`` set one side only); ``options`` (adapter options of both
+  sides, e.g. ``{ warp_size = 32 }``; ``options_a`` / ``options_b``);
+* ``tags``, ``note``; ``fragment`` (the atlas row) and ``framework`` (the atlas column, default
+  b's framework);
+* ``known``: a KNOWN DIFFERENCE. ``expect`` stays what is believed true (the spec); ``known`` is
+  what the framework is known to answer instead. The claim then passes as "known" while the
+  difference reproduces exactly, and FAILS once it no longer does (fixed: remove ``known``);
+* ``num_warps``: the module's num-warps; a register layout with another warp count is a
+  ``num_warps`` warning;
+* ``subtile_offsets = [0, 32]``: b is a sub-tile of a at these offsets (extract_slice,
+  memdesc_subview); ``not_restriction`` when b's layout is not a's restricted to the tile;
+* ``expect_warnings = ["replicated_registers"]``: exactly these warning codes (of a, b and the
+  sub-tile check) must fire, else the claim fails; without it, warnings are printed by ``check``
+  and never fail a claim;
+* ``native = "mma_dot:m16n8k16v1_f16_f32:A"``: where the atlas's ``--native`` mode gets the
+  framework's own layout for side b (see :mod:`layoutverify.apps.atlas`); default: b's text
+  through the framework's ``native``.
 
 Claims are checked by :mod:`layoutverify.apps.commands.check`; a claim *holds* when the verdict (or the
 conversion class) is exactly the expected one. ``unknown`` never holds. A conversion class may

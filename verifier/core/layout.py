@@ -548,6 +548,13 @@ class Layout:
                 order = [n for n, _ in d["in_dims"]]
                 if set(order) != set(d["bases"]):
                     raise LayoutError("normal form: in_dims disagree with bases")
+                for n in order:     # integers only: a float (1.5, inf) is not truncated into a basis
+                    vecs = d["bases"][n]
+                    if not isinstance(vecs, (list, tuple)) or not all(
+                            isinstance(v, (list, tuple)) and all(isinstance(c, numbers.Integral) and not isinstance(c, bool)
+                                                                 for c in v) for v in vecs):
+                        raise LayoutError(f"malformed normal form: the bases of {n!r} must be lists of integers, "
+                                          f"got {str(vecs)[:80]}")
                 lay = cls.from_bases({n: d["bases"][n] for n in order}, [tuple(x) for x in d["out_dims"]])
                 if [list(x) for x in lay.in_dims] != [list(x) for x in d["in_dims"]]:
                     raise LayoutError("normal form: in_dims disagree with bases")

@@ -46,9 +46,13 @@ def holder_labels(layout) -> list[list[str]]:
     return cells
 
 
-def render_grid(layout, *, max_cells: int = 4096, max_holders: int | None = 4) -> str:
+def render_grid(layout, *, max_cells: int = 4096, max_holders: int | None = 4, window: int | None = None,
+                width: int | None = None) -> str:
     """The grid as text. Refuses (with a note) tensors of more than ``max_cells`` elements;
-    cells with more than ``max_holders`` holders (None: no limit) end in ``|+N``."""
+    cells with more than ``max_holders`` holders (None: no limit) end in ``|+N``. At most
+    ``window`` rows and ``window`` columns are drawn (from the top left; None: all), and at most the
+    columns whose lines fit in ``width`` characters (None: no limit); a last line says what was
+    left out."""
     shape = layout.out_sizes
     if layout.out_size() > max_cells:
         return f"(grid of {layout.out_size()} elements not drawn; limit {max_cells})"
@@ -61,7 +65,6 @@ def render_grid(layout, *, max_cells: int = 4096, max_holders: int | None = 4) -
             texts.append("|".join(c[:max_holders]) + f"|+{len(c) - max_holders}")
         else:
             texts.append("|".join(c))
-    width = max(len(t) for t in texts)
     if len(shape) == 1:
         shape2 = (1, shape[0])
         lead = [()]
@@ -69,14 +72,28 @@ def render_grid(layout, *, max_cells: int = 4096, max_holders: int | None = 4) -
         shape2 = shape[-2:]
         lead = list(itertools.product(*(range(s) for s in shape[:-2])))
     rows, cols = shape2
+    show_rows = rows if window is None else min(rows, window)
+    show_cols = cols if window is None else min(cols, window)
+    shown = [texts[li * rows * cols + r * cols + c]
+             for li in range(len(lead)) for r in range(show_rows) for c in range(show_cols)]
+    colw = max(max((len(t) for t in shown), default=1), len(str(show_cols - 1)))
+    label = len(str(show_rows - 1))
+    if width is not None:       # each column takes colw + 1 characters after the "NN:" label
+        show_cols = max(1, min(show_cols, (width - label - 1) // (colw + 1)))
     out = []
-    colw = max(width, len(str(cols - 1)))
     for li, l in enumerate(lead):
         if l:
             out.append(f"[{', '.join(map(str, l))}, :, :]")
-        out.append(" " * (len(str(rows - 1)) + 2) + " ".join(str(c).rjust(colw) for c in range(cols)))
+        out.append(" " * (label + 2) + " ".join(str(c).rjust(colw) for c in range(show_cols)))
         base = li * rows * cols
-        for r in range(rows):
-            line = " ".join(texts[base + r * cols + c].rjust(colw) for c in range(cols))
-            out.append(f"{str(r).rjust(len(str(rows - 1)))}: {line}")
+        for r in range(show_rows):
+            line = " ".join(texts[base + r * cols + c].rjust(colw) for c in range(show_cols))
+            out.append(f"{str(r).rjust(label)}: {line}")
+    cut = []
+    if show_rows < rows:
+        cut.append(f"rows 0-{show_rows - 1} of {rows}")
+    if show_cols < cols:
+        cut.append(f"columns 0-{show_cols - 1} of {cols}")
+    if cut:
+        out.append(f"({' and '.join(cut)} drawn; --window {max(rows, cols)} draws all)")
     return "\n".join(out)

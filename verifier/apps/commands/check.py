@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 
 from layoutverify.apps import corpus, reports
 from layoutverify.apps.claims import check_claims, progress_bar
@@ -40,6 +41,22 @@ def write_markdown(path: str, text: str) -> None:
     write_text(path, text, what="Markdown file", append=append)
 
 
+def print_warnings(outcomes, *, quiet: bool) -> None:
+    """Property warnings (core.properties) on stderr; they never change the exit status. Each on
+    its own line, or with ``-q`` one line that counts them by code."""
+    warnings = [(o, w) for o in outcomes for w in o.warnings]
+    if not warnings:
+        return
+    if quiet:
+        codes = Counter(w["code"] for _, w in warnings)
+        print(f"warning: {len(warnings)} property warnings ("
+              + ", ".join(f"{code} {n}" for code, n in sorted(codes.items()))
+              + "); without -q each is listed", file=sys.stderr)
+        return
+    for o, w in warnings:
+        print(f"warning: {o.claim.id} ({w.get('side', '?')}, {w['code']}): {w['message']}", file=sys.stderr)
+
+
 def run(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise LayoutError(f"--jobs must be at least 1, got {args.jobs}")
@@ -50,9 +67,7 @@ def run(args) -> int:
     if not claims:
         raise LayoutError("no claims to check" + (f" (none matches -k {args.select!r})" if args.select else ""))
     outcomes = check_claims(claims, jobs=args.jobs, progress=progress_bar())
-    for o in outcomes:   # property warnings (core.properties) go to stderr, never change the exit status
-        for w in o.warnings:
-            print(f"warning: {o.claim.id} ({w.get('side', '?')}, {w['code']}): {w['message']}", file=sys.stderr)
+    print_warnings(outcomes, quiet=args.quiet)
     if args.json != "-":
         print(reports.table(outcomes, quiet=args.quiet))
     if args.junit:

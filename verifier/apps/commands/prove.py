@@ -18,10 +18,18 @@ import numpy as np
 from layoutverify.apps import jsonout
 
 from layoutverify.core.compare import METHODS
+from layoutverify.core.table import TABLE_FALLBACK
 from layoutverify.core.errors import LayoutError
 from .common import add_triton_version_option, output_path, positive_int, warp_size
 
 EXIT = {"equal": 0, "equal_up_to_register_order": 0, "not_equal": 1, "different_tensors": 1, "unknown": 3}
+
+#: ``--method``'s help: the order ``auto`` follows (layoutverify.core.compare's docstring)
+METHOD_HELP = ("auto (default): the normal forms first, then f2 when both layouts declare F2 bases, "
+               "else radix when it decides, else f2 when both are F2-linear, else table up to "
+               f"2^{TABLE_FALLBACK.bit_length() - 1} hardware locations, else z3; "
+               "or one strategy: f2 (GF(2) bases), radix (mixed-radix digits), table (explicit "
+               "evaluation) or z3 (bit-vector queries with --timeout-ms)")
 
 #: Grids are drawn only for layouts with at most this many hardware locations.
 MAX_DRAWN_LOCATIONS = 1 << 18
@@ -40,8 +48,7 @@ def register(sub) -> None:
     p.add_argument("--warp-size", type=warp_size, default=None,
                    help="threads per warp where the text does not fix it (32 NVIDIA, 64 AMD wave64)")
     add_triton_version_option(p)
-    p.add_argument("--method", choices=METHODS, default="auto",
-                   help="auto (F2 when both are F2-linear, else z3), f2, z3 or table (explicit evaluation)")
+    p.add_argument("--method", choices=METHODS, default="auto", help=METHOD_HELP)
     p.add_argument("--timeout-ms", type=positive_int, default=10_000, help="time limit per solver query (default 10000)")
     p.add_argument("--emit-smt2", metavar="FILE", type=output_path("SMT-LIB2 file"), help="write every z3 query as SMT-LIB2 to FILE")
     p.add_argument("--strict", action="store_true", help="exit 1 for equal_up_to_register_order")

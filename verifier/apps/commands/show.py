@@ -1,13 +1,21 @@
 """``layoutverify show SPEC``: the canonical form of one layout, its bases or map, and its grid."""
 from __future__ import annotations
 
+import math
+
 from layoutverify.apps import jsonout
 
 from layoutverify.adapters import adapter, parse_shape, split_spec
 
 from layoutverify.core.errors import NativeError
 
-from .common import add_layout_options, layout_options, non_negative_int
+from .common import add_layout_options, layout_options, non_negative_int, positive_int
+
+#: the default grid: at most this many rows, and the columns that fit in this many characters
+DEFAULT_ROWS = 64
+GRID_WIDTH = 100
+#: larger tensors get no grid (the holders of every element are listed to draw one)
+MAX_GRID_ELEMENTS = 1 << 16
 
 
 def register(sub) -> None:
@@ -20,7 +28,12 @@ def register(sub) -> None:
     p.add_argument("--native", action="store_true",
                    help="also ask the installed framework for its own layout and say whether it agrees")
     p.add_argument("--no-grid", action="store_true", help="omit the grid")
-    p.add_argument("--max-cells", type=non_negative_int, default=4096, help="largest tensor drawn as a grid (default 4096)")
+    p.add_argument("--window", type=positive_int, default=None,
+                   help="largest number of rows/columns drawn, as in prove (default: at most 64 rows and the "
+                        f"columns that fit in {GRID_WIDTH} characters)")
+    p.add_argument("--max-cells", type=non_negative_int, default=None,
+                   help="older name of --window: at most N cells drawn (a window of isqrt(N) rows and columns; "
+                        "0 draws no grid)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
@@ -60,9 +73,10 @@ def run(args) -> int:
             print(f"padding: {padding} (offsets count elements; physical slot = "
                   f"{getattr(ours, 'physical_offset', 'offset + padding')})")
         print(ours.describe())
-        if not args.no_grid:
+        window, width = _grid_window(args)
+        if not args.no_grid and window != 0:
             print()
-            print(ours.render(max_cells=args.max_cells))
+            print(ours.render(max_cells=MAX_GRID_ELEMENTS, window=window, width=width))
         if native_error is not None:
             print()
             print(f"native {fw}: rejected the input: {native_error}")
@@ -83,6 +97,15 @@ def run(args) -> int:
     if native_error is not None:
         return 1
     return 0 if agree in (None, True) else 1
+
+
+def _grid_window(args) -> tuple[int | None, int | None]:
+    """(rows/columns drawn, line width) from ``--window`` or its older name ``--max-cells``."""
+    if args.window is not None:
+        return args.window, None
+    if args.max_cells is not None:
+        return math.isqrt(args.max_cells), None
+    return DEFAULT_ROWS, GRID_WIDTH
 
 
 def _kind_label(layout) -> str:

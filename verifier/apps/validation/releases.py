@@ -5,8 +5,9 @@ Where the interpreter for release ``X.Y`` (the newest patch of it, :data:`WHEELS
 1. ``LV_TRITON_PYTHONS`` (comma-separated interpreter paths): an interpreter whose Triton is an
    ``X.Y`` release serves ``X.Y``;
 2. this interpreter, when its own Triton is ``X.Y``;
-3. otherwise a virtual environment in the cache directory (``LV_TRITON_CACHE``, default
-   ``$XDG_CACHE_HOME/layoutverify`` or ``~/.cache/layoutverify``) named
+3. otherwise a virtual environment in the cache directory (``LV_ORACLE_CACHE``, else
+   ``LV_TRITON_CACHE``, default ``$XDG_CACHE_HOME/layoutverify`` or ``~/.cache/layoutverify``;
+   the test oracles of ``tests/oracle_envs.py`` live there too) named
    ``triton-<wheel>-py<major><minor>``, made once, on demand: ``python -m venv --without-pip`` and
    ``pip install --no-deps --target <its site-packages> triton==<wheel>`` plus the few packages
    that release imports at start-up (:data:`IMPORT_NEEDS`). Triton's wheels declare no runtime
@@ -15,7 +16,8 @@ Where the interpreter for release ``X.Y`` (the newest patch of it, :data:`WHEELS
    when complete, under a file lock, so an interrupted install is never used and two processes do
    not install at once.
 
-When the install fails (no network, say) :class:`Unavailable` carries pip's message. The tests
+With ``LV_NO_DOWNLOADS=1`` nothing is installed. When the install fails or is not allowed (no
+network, say) :class:`Unavailable` carries pip's message. The tests
 skip then, except under CI (``CI`` set to ``true``/``1``/``yes``), where they fail
 (``tests/conftest.py``); the ``validate`` command reports it in one line.
 """
@@ -52,9 +54,15 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 
 
+def downloads_allowed() -> bool:
+    """False when ``LV_NO_DOWNLOADS`` is set (to anything but ``0``/``false``/``no``/empty)."""
+    return os.environ.get("LV_NO_DOWNLOADS", "").strip().lower() in ("", "0", "false", "no")
+
+
 def cache_root() -> Path:
-    if os.environ.get("LV_TRITON_CACHE"):
-        return Path(os.environ["LV_TRITON_CACHE"])
+    for var in ("LV_ORACLE_CACHE", "LV_TRITON_CACHE"):
+        if os.environ.get(var):
+            return Path(os.environ[var])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "layoutverify"
 
@@ -141,6 +149,8 @@ def install(release: str, root: Path | None = None, notice=None) -> str:
     root = final.parent
     if triton_version_of(str(venv_python(final))) == wheel:
         return str(venv_python(final))
+    if not downloads_allowed():
+        raise Unavailable(f"{final} is missing and LV_NO_DOWNLOADS is set")
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f".{final.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
