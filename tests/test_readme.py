@@ -30,7 +30,8 @@ No fixed port: the port 8000 the pages show (``--port 8000``, ``localhost:8000``
 ``127.0.0.1:8000``, and ``serve``'s default) is mapped to a free port per page, and
 :func:`test_page_runs_as_written` runs with 8000 held by another socket.
 
-Exit status expected: 2 when the output shown starts with an ``error:`` line (compared with
+Exit status expected: N when a ``# exit N`` line stands before the command in its block; else 2
+when the output shown starts with an ``error:`` line (compared with
 stderr) or is a JSON error document (``"kind": "error"``); 1 when it has a differing verdict
 (``verdict: not_equal`` or ``different_tensors``, as text or as JSON) or a
 ``CHANGED``/``ADDED``/``REMOVED`` line; else 0. Output shown under a ``$`` command must appear in
@@ -63,6 +64,7 @@ SUITE = re.compile(r"^python3? -m pytest\b.*\stests/?$")     # the whole suite: 
 GPU_MARK = "# needs a GPU"
 PG_MARK = "# needs a PostgreSQL server"
 FILE_MARK = re.compile(r"^#\s*file:\s*(\S+)\s*$")
+EXIT_MARK = re.compile(r"^#\s*exit\s+(\d+)\s*$")   # "# exit N": the next command exits with N
 SHELL = ("sh", "bash", "shell", "console")
 SHOWN_PORT = 8000
 COPIED = ("corpora", "examples", "benchmarks")
@@ -89,6 +91,7 @@ class Step:
     gpu: bool = False
     elsewhere: bool = False    # needs a server that is not here (PG_MARK)
     path: str = ""             # "file" steps: where to write it
+    exit: int | None = None    # the exit status a "# exit N" line before the command states
 
 
 # Older name, kept for readers of this module: a command is a step of kind "cmd".
@@ -119,9 +122,15 @@ def _shell_steps(start: int, body: list[str]) -> list[Step]:
     prompted = any(ln.startswith("$ ") for ln in body)
     out: list[Step] = []
     cur: Step | None = None
+    stated: int | None = None
     k = 0
     while k < len(body):
         ln = body[k]
+        m = EXIT_MARK.match(ln.strip())
+        if m:
+            stated = int(m.group(1))
+            k += 1
+            continue
         is_cmd = ln.startswith("$ ") if prompted else bool(ln.strip()) and not ln.lstrip().startswith("#")
         if is_cmd:
             cmd = ln[2:] if prompted else ln
@@ -129,7 +138,8 @@ def _shell_steps(start: int, body: list[str]) -> list[Step]:
             while cmd.rstrip().endswith("\\") and k + 1 < len(body):
                 k += 1
                 cmd = cmd.rstrip()[:-1].rstrip() + " " + body[k].strip()
-            cur = Step("cmd", cmd.strip(), line=first, gpu=gpu, elsewhere=elsewhere)
+            cur = Step("cmd", cmd.strip(), line=first, gpu=gpu, elsewhere=elsewhere, exit=stated)
+            stated = None
             out.append(cur)
         elif cur is not None and prompted and not ln.lstrip().startswith("#"):
             cur.shown.append(ln)
@@ -232,6 +242,8 @@ def shows_error(c: Step) -> bool:
 
 
 def _expected_exit(c: Step) -> int:
+    if c.exit is not None:
+        return c.exit
     if shows_error(c) or any('"kind": "error"' in ln for ln in c.shown):
         return 2
     differs = any(ln.startswith(("verdict: not_equal", "verdict: different_tensors", "CHANGED ", "ADDED ", "REMOVED "))
