@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Horizontal service on the 16-core device machine: `bench_service.py --scaling 1,2,4` (cached
-# requests/s of `layoutverify serve --processes P` over one PostgreSQL store, 8 client
-# processes). That machine has Python 3.12 and no network, so first, here:
+# requests/s of `layoutverify serve --processes P` over one PostgreSQL store). That machine has
+# Python 3.12 and no network, so first, here:
 #
 #   bash benchmarks/device/fetch_service_deps.sh          # fills .whl/ and .pg/ (about 40 MB)
 #
@@ -9,8 +9,19 @@
 #
 #   run(command="bash benchmarks/device/service_scaling.sh", carry=[".whl", ".pg"], timeout_s=600)
 #
-# Expected: a row per process count in $OUT/bench_service_scaling.json (copy it to
-# benchmarks/results/), errors 0, and "1 -> 2 processes: X x" with X >= 1.6 (the goal of issue 26).
+# It measures, two rounds, each P in {1, 2, 4} under two loads: 8x1 (8 client processes with one
+# connection each: the load of the first device run) and 8x4 (32 connections: every server
+# process kept busy however the connections are spread), and for P > 1 both ways of listening:
+# `own` (a socket per process, SO_REUSEPORT: what serve --processes now does on Linux) and
+# `shared` (one socket all processes accept from: uvicorn's process manager, the code of the
+# first device run). Each window (8 s) follows a warm-up; answers come from each process's memory
+# (the store's CPU per request, printed, must be about 0).
+#
+# Expected: errors 0 in every row; "1 -> 2 processes (own sockets, load 8x4): X x" with X >= 1.6
+# (the goal of issue 26); and in the rows, "server processes busy [...]": with own sockets every
+# process about equally busy; with a shared socket under 8x1, one process busier than the others
+# if the kernel hands new connections to whichever process wakes first (the cause found for 1.5x).
+# Results: $OUT/bench_service_scaling.json (copy it to benchmarks/results/) and the log.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/lv-out}
@@ -46,5 +57,5 @@ chmod -R a+rX /opt/lvpg
 initdb --version
 
 # -- the benchmark ----------------------------------------------------------------------------------
-PYTHONUNBUFFERED=1 python3 benchmarks/bench_service.py --scaling 1,2,4 --client-procs 8 --seconds 15 \
-    --workers 1 --out "$OUT/bench_service_scaling.json"
+PYTHONUNBUFFERED=1 python3 benchmarks/bench_service.py --scaling 1,2,4 --loads 8x1,8x4 --listen own,shared \
+    --seconds 8 --warmup 2 --repeats 2 --workers 1 --out "$OUT/bench_service_scaling.json"

@@ -40,6 +40,10 @@ MAX_SHARD_POINTS = 4096
 MAX_SLOW_SHARD_POINTS = 256
 #: fewest points in a shard (smaller ones cost more to hand out than to evaluate)
 MIN_SHARD_POINTS = 16
+#: shards per worker a sweep aims at: the last shard a worker runs, while others may have nothing
+#: left, is then about 1/32 of its work (a shard costs about 0.3 ms to write and hand out, however
+#: small: 1024-point shards of Triton pairs take as much CPU per point as 4096-point ones)
+SHARDS_PER_WORKER = 32
 #: fewest worker processes for which the coordinator loads the evaluation modules before forking
 #: them (:func:`.work.warm_up`: 10 to 70 ms of CPU, the most where modules are compiled from
 #: source): then it saves at least two workers that work, and the coordinator's CPU share, which
@@ -48,12 +52,12 @@ WARM_UP_WORKERS = 3
 
 
 def default_shard_points(spec: Spec, points: int, workers: int) -> int:
-    """About eight shards per worker (so that they finish together), within
+    """About :data:`SHARDS_PER_WORKER` shards per worker (so that they finish together), within
     [:data:`MIN_SHARD_POINTS`, :data:`MAX_SHARD_POINTS`] (:data:`MAX_SLOW_SHARD_POINTS` for
     analyses and template spaces)."""
     slow = spec.task != "prove" or any(kind != "triton" for kind, _ in spec.spaces)
     top = MAX_SLOW_SHARD_POINTS if slow else MAX_SHARD_POINTS
-    return max(MIN_SHARD_POINTS, min(top, -(-points // (8 * max(1, workers)))))
+    return max(MIN_SHARD_POINTS, min(top, -(-points // (SHARDS_PER_WORKER * max(1, workers)))))
 
 
 def _cpu() -> float:
