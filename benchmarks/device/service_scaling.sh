@@ -22,40 +22,45 @@
 # process about equally busy; with a shared socket under 8x1, one process busier than the others
 # if the kernel hands new connections to whichever process wakes first (the cause found for 1.5x).
 # Results: $OUT/bench_service_scaling.json (copy it to benchmarks/results/) and the log.
+# (PROCS, LOADS, LISTEN, WINDOW, WARMUP, REPEATS, SITE, LV and PGROOT override 1,2,4, 8x1,8x4,
+# own,shared, 8, 2, 2, /tmp/site, /tmp/lv and /opt/lvpg for a dry run elsewhere.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+PROCS=${PROCS:-1,2,4} LOADS=${LOADS:-8x1,8x4} LISTEN=${LISTEN:-own,shared}
+WINDOW=${WINDOW:-8} WARMUP=${WARMUP:-2} REPEATS=${REPEATS:-2}
+SITE=${SITE:-/tmp/site} LV=${LV:-/tmp/lv} PGROOT=${PGROOT:-/opt/lvpg}
 OUT=${OUT:-/tmp/lv-out}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/service_scaling.log") 2>&1
 echo "cores: $(nproc); $(python3 --version); load: $(cat /proc/loadavg)"
 
 # -- Python packages: the service extra, then layoutverify itself from this tree ------------------
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir --target /tmp/lv .
-export PYTHONPATH=/tmp/lv:/tmp/site
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl
+export PYTHONPATH=$SITE
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir --target "$LV" .
+export PYTHONPATH=$LV:$SITE
 python3 -c "import layoutverify.apps.service.app, layoutverify; print('layoutverify', layoutverify.__version__)"
 
-# -- PostgreSQL: Debian's binaries, unpacked in /opt/lvpg; their libraries only for them ----------
+# -- PostgreSQL: Debian's binaries, unpacked in $PGROOT; their libraries only for them ----------
 ver=$(cat .pg/VERSION)
-rm -rf /opt/lvpg && mkdir -p /opt/lvpg/wrap && tar -C /opt/lvpg -xJf .pg/postgresql.tar.xz
-libs=/opt/lvpg/usr/lib/x86_64-linux-gnu:/opt/lvpg/lib/x86_64-linux-gnu
+rm -rf "$PGROOT" && mkdir -p "$PGROOT/wrap" && tar -C "$PGROOT" -xJf .pg/postgresql.tar.xz
+libs=$PGROOT/usr/lib/x86_64-linux-gnu:$PGROOT/lib/x86_64-linux-gnu
 for b in initdb pg_ctl createdb postgres; do
-    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$libs" "/opt/lvpg/usr/lib/postgresql/$ver/bin/$b" \
-        > "/opt/lvpg/wrap/$b"
-    chmod 755 "/opt/lvpg/wrap/$b"
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$libs" "$PGROOT/usr/lib/postgresql/$ver/bin/$b" \
+        > "$PGROOT/wrap/$b"
+    chmod 755 "$PGROOT/wrap/$b"
 done
-export PATH=/opt/lvpg/wrap:$PATH
-if LD_LIBRARY_PATH=$libs ldd "/opt/lvpg/usr/lib/postgresql/$ver/bin/postgres" | grep "not found"; then
+export PATH="$PGROOT/wrap:$PATH"
+if LD_LIBRARY_PATH=$libs ldd "$PGROOT/usr/lib/postgresql/$ver/bin/postgres" | grep "not found"; then
     echo "PostgreSQL misses the libraries above"; exit 1
 fi
-[ -e /usr/share/zoneinfo/UTC ] || { mkdir -p /usr/share && cp -r /opt/lvpg/usr/share/zoneinfo /usr/share/; }
+[ -e /usr/share/zoneinfo/UTC ] || { mkdir -p /usr/share && cp -r "$PGROOT/usr/share/zoneinfo" /usr/share/; }
 # the tests' PostgreSQL runs as the user 'postgres' when started by root (tests/service_harness.py)
 id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
 command -v runuser >/dev/null
-chmod -R a+rX /opt/lvpg
+chmod -R a+rX "$PGROOT"
 initdb --version
 
 # -- the benchmark ----------------------------------------------------------------------------------
-PYTHONUNBUFFERED=1 python3 benchmarks/bench_service.py --scaling 1,2,4 --loads 8x1,8x4 --listen own,shared \
-    --seconds 8 --warmup 2 --repeats 2 --workers 1 --out "$OUT/bench_service_scaling.json"
+PYTHONUNBUFFERED=1 python3 benchmarks/bench_service.py --scaling "$PROCS" --loads "$LOADS" --listen "$LISTEN" \
+    --seconds "$WINDOW" --warmup "$WARMUP" --repeats "$REPEATS" --workers 1 --out "$OUT/bench_service_scaling.json"

@@ -75,14 +75,32 @@ def space_of(spec, space: Space | None = None) -> Space:
 
 def warm_up(spec) -> None:
     """Load into this process what evaluating a shard needs besides its own layouts: the numbered
-    space and every module the evaluation imports (by evaluating the first point, in memory). The
-    coordinator does this once before it forks its workers, which start with it: otherwise each
-    of 16 workers imports the same modules (and pays the page faults) on its first shard."""
+    space and the modules the evaluation imports. The coordinator does this once before it forks
+    its workers, which start with it: otherwise each of 16 workers imports the same modules (and
+    pays the page faults) on its first shard. For a Triton space the first point is evaluated in
+    memory (a millisecond; it loads every module a shard uses, the adapter's lazily imported
+    parts included); a template point may take long, so there only the task's modules and the
+    adapters its first point names are imported."""
     space = space_of(spec)
-    if space.points:
+    if not space.points:
+        return
+    g = next(iter(space.slices(0, 1)))[0]
+    if g.share is not None:
         with _collector_paused():
             for _ in evaluate(space, 0, 1, Counts(spec.task)):
                 pass
+        return
+    from layoutverify.adapters import adapter, split_spec
+    if spec.task == "prove":
+        import layoutverify.core.batch  # noqa: F401
+    else:
+        import layoutverify.apps.scan.triton_choice  # noqa: F401
+        import layoutverify.core.conversion  # noqa: F401
+    for text in g.layouts.values():
+        try:
+            adapter(split_spec(text)[0])
+        except LayoutError:
+            pass          # the point is an error: its worker says so
 
 
 #: records per piece written (about 50 kB)
