@@ -191,6 +191,14 @@ def run_scaling(args, results_dir: str) -> int:
         raise SystemExit(f"--listen: want own, shared or own,shared, got {args.listen!r}")
     machine = {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
                "loadavg_before": os.getloadavg(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    out = args.out or os.path.join(results_dir, "bench_service_scaling.json")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+
+    def partial(rows):
+        with open(out, "w") as f:
+            json.dump({"benchmark": "bench_service --scaling", "machine": machine, "partial": True, "rows": rows},
+                      f, indent=2)
+
     result = {"benchmark": "bench_service --scaling", "machine": machine, "store": "postgresql",
               "method": "per server: every question once into the store, --warmup s of the load, then a window "
                         "of --seconds s (the same for every client); requests completed in the window count; "
@@ -198,7 +206,8 @@ def run_scaling(args, results_dir: str) -> int:
               "goal": {"speedup_1_to_2": 1.6},
               **service_scaling.scaling(counts, loads, listens, seconds=args.seconds, warmup=args.warmup,
                                         questions=questions(args.questions, start=0), workers=args.workers or 1,
-                                        repeats=args.repeats, log=lambda m: print(m, flush=True))}
+                                        repeats=args.repeats, log=lambda m: print(m, flush=True),
+                                        on_row=partial)}
     machine["loadavg_after"] = os.getloadavg()
     print("medians:")
     for t in result["table"]:
@@ -211,8 +220,6 @@ def run_scaling(args, results_dir: str) -> int:
         result["speedup_1_to_2_of"] = {"listen": listens[0], "load": main_load}
         print(f"1 -> 2 processes ({listens[0]} sockets, load {main_load}): {two[0]['speedup']}x (goal 1.6x on a "
               f"machine with the cores for it; this one has {os.cpu_count()})")
-    out = args.out or os.path.join(results_dir, "bench_service_scaling.json")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         json.dump(result, f, indent=2)
     print(f"wrote {out}")

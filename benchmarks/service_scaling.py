@@ -232,8 +232,9 @@ def parse_loads(text: str) -> list[tuple[int, int]]:
 
 
 def scaling(process_counts: list[int], loads: list[tuple[int, int]], listens: list[str], *, seconds: float,
-            warmup: float, questions: list, workers: int, repeats: int = 1, log=print) -> dict:
-    """Every row (see the module docstring) and the table of medians."""
+            warmup: float, questions: list, workers: int, repeats: int = 1, log=print, on_row=None) -> dict:
+    """Every row (see the module docstring) and the table of medians; ``on_row(rows)`` after each
+    row (to keep what was measured should the run be cut short)."""
     todo = [(path, json.dumps(body).encode()) for path, body in questions]
     pg = Postgres().start()
     rows = []
@@ -253,6 +254,8 @@ def scaling(process_counts: list[int], loads: list[tuple[int, int]], listens: li
                                  "workers_per_process": workers, "seconds": seconds, **r,
                                  "load_average": [round(x, 2) for x in os.getloadavg()]}
                             rows.append(r)
+                            if on_row is not None:
+                                on_row(rows)
                             log(f"round {rnd} processes {procs} ({listen}), load {r['load']}: {r['requests_per_s']} "
                                 f"cached requests/s, p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, errors {r['errors']}; "
                                 f"server processes busy {r['server_cpu_utilization']}, "
