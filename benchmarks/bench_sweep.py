@@ -242,8 +242,8 @@ def table(runs: list[dict]) -> list[dict]:
                    "scaling_efficiency": round(med / w / base, 3) if base else None,
                    "scaling_efficiency_runs": sorted(round(x / w / base, 3) for x in pps) if base else None,
                    "pairs_per_worker_cpu_second_median": round(median([r["pairs_per_worker_cpu_second"] for r in rs]), 1),
-                   "busy_fraction_median": median([r["busy_fraction"] for r in rs]),
-                   "coordinator_cpu_share_median": median([r["coordinator_cpu_share"] for r in rs]),
+                   "busy_fraction_median": round(median([r["busy_fraction"] for r in rs]), 3),
+                   "coordinator_cpu_share_median": round(median([r["coordinator_cpu_share"] for r in rs]), 4),
                    "coordinator_cpu_share_max": max((r["coordinator_cpu_share"] or 0) for r in rs),
                    "timeline_median": _timeline_median(rs)}
             row["cpu_efficiency"] = round(row["pairs_per_worker_cpu_second_median"] / base_cpu, 3) if base_cpu else None
