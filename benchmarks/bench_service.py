@@ -15,13 +15,12 @@ Goals (issue 12): cached p50 under 5 ms, uncached prove p99 under 200 ms. Writes
 ``benchmarks/results/bench_service.json`` (or ``--out``).
 
 ``--scaling 1,2,4`` measures the horizontal service instead (issue 26): over one PostgreSQL
-store, ``layoutverify serve --processes P`` for each P, loaded with cached requests (a fixed
-set of questions asked before, so every answer comes from memory or the store) by
-``--client-procs`` client *processes* (default 8: a client in threads would measure its own
-interpreter lock), each on keep-alive connections reopened every 50 requests so that
-connections spread over the server processes, for ``--seconds`` seconds per row. One row per P:
-requests/s, p50/p99 latency, errors, and the ratio to P = 1. Goal: at least 1.6x from 1 to 2
-processes on a machine with the cores for it (server processes + client processes <= cores).
+store, ``layoutverify serve --processes P`` for each P, loaded with cached requests (a fixed set
+of questions asked before) by client processes with several connections each (``--loads CxK``,
+default 8x4), warmed up (``--warmup``) before a common window of ``--seconds``; one row per P
+(and per ``--listen`` mode and load), with the CPU the server processes, PostgreSQL and the
+clients spent in the window (see ``benchmarks/service_scaling.py``). Goal: at least 1.6x from
+1 to 2 processes on a machine with the cores for it.
 Writes ``benchmarks/results/bench_service_scaling.json`` (or ``--out``).
 """
 from __future__ import annotations
@@ -29,7 +28,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import multiprocessing
 import os
 import platform
 import sys
@@ -176,96 +174,56 @@ def kill_during_load(server: Server, clients: int, per_client: int, start: int) 
     return {"acknowledged_before_kill": len(acked), "missing_after_restart": len(missing)}
 
 
-# -- horizontal scaling: cached requests per second by process count ---------------------------------
-def _scaling_client(port: int, todo: list, seconds: float, out) -> None:
-    """One client process: cached requests in a loop for ``seconds``; puts (count, errors, latencies)."""
-    lat, errors, n = [], 0, 0
-    conn, used = None, 0
-    t_end = time.perf_counter() + seconds
-    i = os.getpid()
-    while time.perf_counter() < t_end:
-        if conn is None or used >= 50:
-            if conn is not None:
-                conn.close()
-            conn, used = http.client.HTTPConnection("127.0.0.1", port, timeout=60), 0
-        path, body = todo[i % len(todo)]
-        i += 1
-        t0 = time.perf_counter()
-        try:
-            conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            raw = resp.read()
-            ok = resp.status == 200 and b'"cached":true' in raw.replace(b" ", b"")
-        except (OSError, http.client.HTTPException):
-            ok, conn = False, None
-        used += 1
-        n += 1
-        if ok:
-            lat.append(time.perf_counter() - t0)
-        else:
-            errors += 1
-    out.put((n, errors, lat))
-
-
-def scaling(process_counts: list[int], client_procs: int, seconds: float, questions_n: int,
-            workers: int) -> dict:
-    """Cached requests/s of ``serve --processes P`` over one PostgreSQL store, for each P."""
-    pg = Postgres().start()
-    rows = []
-    try:
-        todo = [(path, json.dumps(body).encode()) for path, body in questions(questions_n, start=0)]
-        for procs in process_counts:
-            server = Server(pg.url, workers=workers, args=["--processes", str(procs)]).start()
-            try:
-                # every question once (into the store), then again from many connections (into each
-                # process's memory); the measured load only repeats them
-                conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
-                for path, body in todo:
-                    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
-                    conn.getresponse().read()
-                conn.close()
-                ctx = multiprocessing.get_context("spawn")
-                warm = ctx.Queue()
-                procs_w = [ctx.Process(target=_scaling_client, args=(server.port, todo, 2.0, warm))
-                           for _ in range(client_procs)]
-                for p in procs_w:
-                    p.start()
-                for p in procs_w:
-                    warm.get()
-                for p in procs_w:
-                    p.join()
-                out = ctx.Queue()
-                clients = [ctx.Process(target=_scaling_client, args=(server.port, todo, seconds, out))
-                           for _ in range(client_procs)]
-                t0 = time.perf_counter()
-                for p in clients:
-                    p.start()
-                got = [out.get() for _ in clients]
-                wall = time.perf_counter() - t0
-                for p in clients:
-                    p.join()
-            finally:
-                server.stop()
-            n = sum(g[0] for g in got)
-            errors = sum(g[1] for g in got)
-            lat = [x for g in got for x in g[2]]
-            row = {"processes": procs, "workers_per_process": workers, "client_processes": client_procs,
-                   "seconds": round(wall, 2), "requests": n, "errors": errors,
-                   "requests_per_s": round((n - errors) / seconds, 1),
-                   "p50_ms": _ms(percentile(lat, 0.5)), "p99_ms": _ms(percentile(lat, 0.99))}
-            rows.append(row)
-            print(f"processes {procs}: {row['requests_per_s']} cached requests/s, p50 {row['p50_ms']} ms, "
-                  f"p99 {row['p99_ms']} ms, errors {errors}", flush=True)
-    finally:
-        pg.stop()
-    base = rows[0]["requests_per_s"] if rows else 0
-    for r in rows:
-        r["speedup"] = round(r["requests_per_s"] / base, 2) if base else None
-    return {"rows": rows}
-
-
 def _ms(x):
     return None if x is None else round(x * 1000, 3)
+
+
+def run_scaling(args, results_dir: str) -> int:
+    """``--scaling``: see :mod:`service_scaling`."""
+    import service_scaling
+    counts = [int(x) for x in args.scaling.split(",")]
+    if args.client_procs or args.connections:
+        loads = [(args.client_procs or 8, args.connections or 4)]
+    else:
+        loads = service_scaling.parse_loads(args.loads)
+    listens = [x.strip() for x in args.listen.split(",")]
+    if not set(listens) <= {"own", "shared"}:
+        raise SystemExit(f"--listen: want own, shared or own,shared, got {args.listen!r}")
+    machine = {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
+               "loadavg_before": os.getloadavg(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    out = args.out or os.path.join(results_dir, "bench_service_scaling.json")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+
+    def partial(rows):
+        with open(out, "w") as f:
+            json.dump({"benchmark": "bench_service --scaling", "machine": machine, "partial": True, "rows": rows},
+                      f, indent=2)
+
+    result = {"benchmark": "bench_service --scaling", "machine": machine, "store": "postgresql",
+              "method": "per server: every question once into the store, --warmup s of the load, then a window "
+                        "of --seconds s (the same for every client); requests completed in the window count; "
+                        "speedup = median requests/s over the median of 1 process under the same load",
+              "goal": {"speedup_1_to_2": 1.6},
+              **service_scaling.scaling(counts, loads, listens, seconds=args.seconds, warmup=args.warmup,
+                                        questions=questions(args.questions, start=0), workers=args.workers or 1,
+                                        repeats=args.repeats, log=lambda m: print(m, flush=True),
+                                        on_row=partial)}
+    machine["loadavg_after"] = os.getloadavg()
+    print("medians:")
+    for t in result["table"]:
+        print(f"processes {t['processes']} ({t['listen']}), load {t['load']}: {t['requests_per_s_median']} cached "
+              f"requests/s, {t['speedup']}x of 1 process; server processes busy {t['server_cpu_utilization']}")
+    main_load = f"{loads[-1][0]}x{loads[-1][1]}"
+    two = [t for t in result["table"] if t["processes"] == 2 and t["listen"] == listens[0] and t["load"] == main_load]
+    if two:
+        result["speedup_1_to_2"] = two[0]["speedup"]
+        result["speedup_1_to_2_of"] = {"listen": listens[0], "load": main_load}
+        print(f"1 -> 2 processes ({listens[0]} sockets, load {main_load}): {two[0]['speedup']}x (goal 1.6x on a "
+              f"machine with the cores for it; this one has {os.cpu_count()})")
+    with open(out, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"wrote {out}")
+    return 1 if any(r["errors"] for r in result["rows"]) else 0
 
 
 def main() -> int:
@@ -277,31 +235,22 @@ def main() -> int:
     ap.add_argument("--no-kill", action="store_true", help="skip the kill -9 run")
     ap.add_argument("--scaling", metavar="P,P,...", default=None,
                     help="measure cached requests/s of serve --processes P over PostgreSQL instead (e.g. 1,2,4)")
-    ap.add_argument("--client-procs", type=int, default=8, help="client processes of --scaling (default 8)")
-    ap.add_argument("--seconds", type=float, default=10.0, help="seconds per --scaling row (default 10)")
+    ap.add_argument("--loads", default="8x4", metavar="CxK,...",
+                    help="loads of --scaling: C client processes x K connections each (default 8x4)")
+    ap.add_argument("--client-procs", type=int, default=None,
+                    help="--scaling: C of a single load CxK (K from --connections; default: --loads)")
+    ap.add_argument("--connections", type=int, default=None, help="--scaling: K of that load (default 4)")
+    ap.add_argument("--listen", default="own", help="--scaling, P > 1: own (a socket per process, the default of "
+                    "serve --processes on Linux), shared (one socket for all), or own,shared")
+    ap.add_argument("--seconds", type=float, default=10.0, help="seconds of each --scaling window (default 10)")
+    ap.add_argument("--warmup", type=float, default=3.0, help="seconds of load before each window (default 3)")
+    ap.add_argument("--repeats", type=int, default=1, help="rounds of --scaling (default 1)")
     ap.add_argument("--questions", type=int, default=64, help="distinct cached questions of --scaling (default 64)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     results_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
     if args.scaling:
-        counts = [int(x) for x in args.scaling.split(",")]
-        machine = {"platform": platform.platform(), "cpus": os.cpu_count(), "loadavg_before": os.getloadavg(),
-                   "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-        result = {"benchmark": "bench_service --scaling", "machine": machine, "store": "postgresql",
-                  "goal": {"speedup_1_to_2": 1.6},
-                  **scaling(counts, args.client_procs, args.seconds, args.questions, args.workers or 1)}
-        machine["loadavg_after"] = os.getloadavg()
-        two = [r for r in result["rows"] if r["processes"] == 2]
-        if two:
-            result["speedup_1_to_2"] = two[0]["speedup"]
-            print(f"1 -> 2 processes: {two[0]['speedup']}x (goal 1.6x on a machine with "
-                  f"{2 + args.client_procs}+ cores; this one has {os.cpu_count()})")
-        out = args.out or os.path.join(results_dir, "bench_service_scaling.json")
-        os.makedirs(os.path.dirname(out), exist_ok=True)
-        with open(out, "w") as f:
-            json.dump(result, f, indent=2)
-        print(f"wrote {out}")
-        return 1 if any(r["errors"] for r in result["rows"]) else 0
+        return run_scaling(args, results_dir)
     args.out = args.out or os.path.join(results_dir, "bench_service.json")
     workers = args.workers or min(8, os.cpu_count() or 1)
     result = {"benchmark": "bench_service", "clients": args.clients, "requests_per_client": args.requests,

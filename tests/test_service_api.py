@@ -365,3 +365,23 @@ def test_token_busy_crash_and_hang():
         assert b"layoutverify_busy_rejections_total 1" in metrics
     finally:
         server.stop()
+
+
+def test_answers_are_the_bytes_fastapi_would_send():
+    """Answers are rendered straight from the document (``app.JsonDocument``), skipping FastAPI's
+    ``jsonable_encoder`` walk: the bytes must be those FastAPI sends for the same dict returned by
+    a route (its encoder, then its JSON response), for every kind of value an answer holds, and a
+    value ``json`` cannot write as it is (a path) still goes through the encoder."""
+    from pathlib import PurePosixPath
+
+    from fastapi.encoders import jsonable_encoder
+    from fastapi.responses import JSONResponse
+
+    from layoutverify.apps import jsonout
+    from layoutverify.apps.service.app import JsonDocument
+    doc = jsonout.document("proof", {"id": "abc", "a": BLOCKED_A, "b": MMA, "verdict": "not_equal", "seconds": 0.0123,
+                                     "witness": {"register": (0, 1), "lane": [3], "value": None},
+                                     "reason": "différent — ≠", "exit": 1, "cached": True, "nested": [[1.5, -2], {}]})
+    assert JsonDocument(doc).body == JSONResponse(jsonable_encoder(doc)).body
+    odd = {"where": PurePosixPath("/x/y"), "n": 1}
+    assert JsonDocument(odd).body == JSONResponse(jsonable_encoder(odd)).body == b'{"where":"/x/y","n":1}'

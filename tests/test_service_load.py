@@ -8,7 +8,8 @@ real ``layoutverify serve`` processes:
 * an interrupted check job (``kill -9`` of the server mid-run) is resumed by the next server
   and ends with every claim's outcome;
 * ``/v1/check`` gives the CLI's ``check --json`` document on every corpus of ``corpora/``;
-* ``--processes 2`` on one port over PostgreSQL: both processes answer, from one store.
+* ``--processes 2`` on one port over PostgreSQL: both processes answer, from one store, each on
+  its own listening socket; one killed is replaced.
 """
 from __future__ import annotations
 
@@ -237,9 +238,35 @@ def test_check_agrees_with_the_cli(check_server, path):
             {k: v for k, v in theirs["claim"].items() if k != "source"}
 
 
-def test_processes_share_one_port_and_store():
+def _listening_sockets(port: int) -> int:
+    """Listening TCP sockets on ``port`` (``/proc/net/tcp``, IPv4)."""
+    n = 0
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                n += 1
+    return n
+
+
+def _service_pids(s: Server) -> set:
+    from service_harness import http as raw
+    pids = set()
+    for _ in range(200):   # new connections: each lands on one of the processes
+        status, _, body = raw("GET", s.url + "/healthz", timeout=30)
+        if status == 200:
+            pids.add(json.loads(body)["pid"])
+    return pids
+
+
+@pytest.mark.parametrize("listen", ["own", "shared"])
+def test_processes_share_one_port_and_store(listen):
+    """``--processes 2``: both processes answer, from one store. Each has its own listening socket
+    (``SO_REUSEPORT``: the kernel spreads connections over them), or, for comparisons
+    (``LAYOUTVERIFY_SERVE_SHARED_SOCKET=1``), the two share one, as uvicorn's process manager does."""
     pg = Postgres().start()
-    s = Server(pg.url, workers=1, args=["--processes", "2"])
+    env = {"LAYOUTVERIFY_SERVE_SHARED_SOCKET": "1"} if listen == "shared" else {}
+    s = Server(pg.url, workers=1, args=["--processes", "2"], env=env)
     try:
         s.start()
         answered_by, results = set(), []
@@ -261,9 +288,37 @@ def test_processes_share_one_port_and_store():
         assert len(answered_by) == 2, answered_by
         for _, rid in results:   # whichever process answers, every result is there
             assert jhttp("GET", s.url + f"/v1/results/{rid}")[0] == 200
+        assert _listening_sockets(s.port) == (2 if listen == "own" else 1)
     finally:
         s.stop()
         pg.stop()
+
+
+def test_a_dead_service_process_is_replaced():
+    """``kill -9`` of one of ``--processes 2``: the other goes on answering, and another process
+    takes the dead one's socket (the supervisor starts it again); the service stops cleanly."""
+    import signal
+    pg = Postgres().start()
+    s = Server(pg.url, workers=1, args=["--processes", "2"])
+    try:
+        s.start()
+        before = _service_pids(s)
+        assert len(before) == 2, before
+        victim = min(before)
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        after = set()
+        while time.monotonic() < deadline:
+            after = _service_pids(s)
+            if len(after) == 2 and victim not in after:
+                break
+            time.sleep(0.5)
+        assert len(after) == 2 and victim not in after and (before - {victim}) <= after, (before, after)
+        assert _listening_sockets(s.port) == 2
+    finally:
+        s.stop()
+        pg.stop()
+    assert s.proc.returncode == 0, s.log_text()
 
 
 def test_check_job_budget():

@@ -437,6 +437,41 @@ def test_regions_hand_out_every_shard_once_contiguously_then_steal_from_the_end(
     assert stolen[0] == 99
 
 
+def test_the_locality_order_parses_each_layout_once(tmp_path, monkeypatch):
+    """Shards in the locality order (groups that differ only in element type together, row by
+    row) parse each layout of a share once, in one process, where the index order meets each
+    shape's layouts again a group of shapes later; the records are the same in either order."""
+    from layoutverify.apps.sweeps import work
+    from layoutverify.apps.sweeps.schedule import locality_order
+    from layoutverify.apps.sweeps.spec import load_spec
+    text = SPEC.replace('shapes = [[64, 64], [32, 32]]', 'shapes = [[64, 64], [32, 32], [128, 64], [64, 128], '
+                        '[128, 128], [32, 64]]').replace('element_types = ["f16"]', 'element_types = ["f16", "f32"]')
+    spec = load_spec(str(_spec(tmp_path, text=text)))
+    parsed = []
+    real = work._parse
+    monkeypatch.setattr(work, "_parse", lambda g, shape, name: parsed.append((g.share, name)) or real(g, shape, name))
+
+    def run(order) -> tuple[list, str]:
+        space = spec.space()          # a fresh space: no layout parsed yet
+        # (36 points a shard: every group has a multiple of 36 points, so that no shard spans two
+        # groups; one that does parses the layouts its second group uses where its first is in order)
+        todo = [(n, lo, min(lo + 36, space.points)) for n, lo in enumerate(range(0, space.points, 36))]
+        parsed.clear()
+        lines = {}
+        for n, lo, hi in (order(todo, space) if order else todo):
+            lines[n] = "".join(work.evaluate(space, lo, hi, work.Counts("prove")))
+        return list(parsed), "".join(lines[n] for n in sorted(lines))
+
+    local, text_local = run(locality_order)
+    by_index, text_index = run(None)
+    groups = list(spec.groups())
+    distinct = {(g.share, name) for g in groups for name in g.a + g.b}
+    assert len({g.share for g in groups}) == 6 and len(groups) == 12 and all(g.count % 36 == 0 for g in groups)
+    assert len(local) == len(set(local)) and set(local) == distinct
+    assert len(by_index) > len(distinct)
+    assert text_local == text_index
+
+
 # -- exit codes, progress, the coordinator's share ------------------------------------------------
 ALL_ERRORS = """
 [[template]]

@@ -10,14 +10,19 @@
 #   bash benchmarks/device/sweep16.sh
 #
 # It installs the wheels into /tmp/site, records the machine (lscpu, /proc/cpuinfo), and runs
-#   python3 benchmarks/bench_sweep.py --pairs 1000000 --no-ray --cores 16 --hardware 100000
-# twice; the JSON results (bench_sweep_16core_run1.json, _run2.json: per worker count pairs/s,
-# scaling efficiency, coordinator CPU share, pairs per worker CPU second, and the coordinator-free
-# hardware reference) and the log go to $OUT (or ./device-out when $OUT is unset).
-# The goals: scaling efficiency >= 0.8 at 16 workers, >= 600,000 pairs/s, coordinator <= 10%.
-# (PAIRS, CORES, RUNS and SITE override 1000000, 16, 2 and /tmp/site for a dry run elsewhere.)
+#   python3 benchmarks/bench_sweep.py --pairs 1000000 --no-ray --cores 16 --hardware 100000 --repeats 5
+# once: every worker count (1, 2, 4, 8, 16) five times, interleaved (ascending, descending,
+# ...), and the coordinator-free hardware reference likewise. The JSON (bench_sweep_16core.json:
+# every run, and per worker count the median pairs/s, spread, scaling efficiency against the median
+# one-worker run, pairs per worker CPU second, busy fraction, coordinator CPU share, and the median
+# timeline of a run) and the log go to $OUT (or ./device-out when $OUT is unset).
+# The goals: median scaling efficiency >= 0.8 at 16 workers, median >= 600,000 pairs/s, coordinator
+# <= 10% in every run.
+# (PAIRS, CORES, REPEATS, HARDWARE and SITE override 1000000, 16, 5, 100000 and /tmp/site for a
+# dry run elsewhere.)
 set -uo pipefail
-PAIRS="${PAIRS:-1000000}" CORES="${CORES:-16}" RUNS="${RUNS:-2}" SITE="${SITE:-/tmp/site}"
+PAIRS="${PAIRS:-1000000}" CORES="${CORES:-16}" REPEATS="${REPEATS:-5}" HARDWARE="${HARDWARE:-100000}"
+SITE="${SITE:-/tmp/site}"
 OUT="${OUT:-$PWD/device-out}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 RAY_USAGE_STATS_ENABLED=0
@@ -30,9 +35,5 @@ python3 -c 'import layoutverify, numpy, sys; print("layoutverify from", layoutve
 { nproc; lscpu; echo; head -30 /proc/cpuinfo; echo; uptime; } > "$OUT/machine.txt" 2>&1
 tmp=/tmp
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then tmp=/dev/shm; fi
-rc=0
-for run in $(seq "$RUNS"); do
-  python3 benchmarks/bench_sweep.py --pairs "$PAIRS" --no-ray --cores "$CORES" --hardware 100000 --tmp "$tmp" \
-    -o "$OUT/bench_sweep_16core_run$run.json" 2>&1 | tee -a "$OUT/bench_sweep_16core.log" || rc=1
-done
-exit $rc
+python3 benchmarks/bench_sweep.py --pairs "$PAIRS" --no-ray --cores "$CORES" --hardware "$HARDWARE" \
+  --repeats "$REPEATS" --tmp "$tmp" -o "$OUT/bench_sweep_16core.json" 2>&1 | tee "$OUT/bench_sweep_16core.log"

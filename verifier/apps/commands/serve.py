@@ -3,8 +3,9 @@
 Starts uvicorn on ``--host``/``--port`` (loopback by default) with the result store in
 ``--db`` (a SQLite file, by default in the user's cache directory; or ``postgresql://...`` for a
 store shared by several service processes) and ``--workers`` worker processes for the proofs.
-``--processes N`` runs N service processes on the one port (uvicorn's process manager; each
-with its own ``--workers``), sharing the store. With ``--token-file`` every request that
+``--processes N`` runs N service processes on the one port (each with its own ``--workers``),
+sharing the store; on Linux each listens on its own socket and the kernel spreads connections
+over them (:mod:`layoutverify.apps.service.processes`). With ``--token-file`` every request that
 computes or writes needs ``Authorization: Bearer <token>``; reads of stored results stay open
 unless ``--private-reads``. Listening beyond loopback without a token is refused unless
 ``--insecure``. Needs the ``service`` extra (``pip install 'layoutverify[service]'``).
@@ -103,23 +104,37 @@ def app_from_env():
     return create_app(Config(**fields, token=_read_token(token_file) if token_file else None))
 
 
-def _run_processes(processes: int, options: dict) -> None:
-    """``uvicorn.run(..., workers=processes)``, with one change: the shared listening socket names
-    its protocol. uvicorn binds it with protocol 0, and asyncio then leaves ``TCP_NODELAY`` off on
-    every connection it accepts: each answer (headers and body written apart) waits for the
-    client's delayed ACK, about 40 ms."""
-    import socket
+def _serve_one(options: dict, sock) -> None:
+    """One of ``--processes`` (in its own process): uvicorn on ``sock``."""
+    import uvicorn
+    config = uvicorn.Config("layoutverify.apps.commands.serve:app_from_env", factory=True, **options)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _run_processes(processes: int, options: dict) -> int:
+    """``processes`` service processes on one port: each on its own socket where the kernel
+    balances connections over sockets (:mod:`layoutverify.apps.service.processes`), else
+    uvicorn's process manager on one shared socket."""
+    import functools
 
     import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
+
+    from layoutverify.apps.service import processes as procs
+    backlog = 2048      # uvicorn's default, which it sets again when it starts serving on the socket
+    if procs.own_sockets_supported() and os.environ.get(procs.SHARED_SOCKET_ENV) != "1":
+        sockets = [procs.bind(options["host"], options["port"], backlog, reuse_port=True) for _ in range(processes)]
+        return procs.Supervisor(functools.partial(_serve_one, options), sockets,
+                                startup_failure=STARTUP_FAILURE).run()
     from uvicorn.supervisors import Multiprocess
     config = uvicorn.Config("layoutverify.apps.commands.serve:app_from_env", factory=True, workers=processes,
                             **options)
-    sock = config.bind_socket()
-    sock = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
+    sock = procs.bind(options["host"], options["port"], backlog, reuse_port=False)
     try:
         Multiprocess(config, sockets=[sock]).run()
     except KeyboardInterrupt:
         pass
+    return 0
 
 
 def run(args) -> int:
@@ -163,7 +178,7 @@ def run(args) -> int:
         os.environ[CONFIG_ENV] = json.dumps({**fields, "allow_origins": list(fields["allow_origins"]),
                                              "token_file": os.path.abspath(args.token_file) if args.token_file
                                              else None})
-        _run_processes(args.processes, options)
+        return _run_processes(args.processes, options)
     else:
         uvicorn.run(create_app(Config(**fields, token=token)), **options)
     return 0

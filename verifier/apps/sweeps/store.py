@@ -53,9 +53,31 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 def write_shard(out: str | Path, n: int, width: int, records: bytes, summary: dict) -> None:
     """Write shard ``n``: its records, then its summary (the mark that it is done)."""
-    data, meta = shard_files(out, n, width)
-    _atomic_write(data, records)
-    _atomic_write(meta, (json.dumps(summary, sort_keys=True) + "\n").encode())
+    write_records(out, n, width, (records,))
+    write_summary(out, n, width, summary)
+
+
+def write_records(out: str | Path, n: int, width: int, chunks) -> None:
+    """Write the records of shard ``n`` from ``chunks`` (bytes) as they come, under a temporary
+    name renamed at the end (removed if ``chunks`` fails). Written piece by piece, a shard's
+    records never sit in memory whole: a 4096-point shard joined into one string and its bytes
+    (about 1.6 MB) made the allocator map fresh pages for every shard, about 6% of a worker's CPU
+    time in page faults."""
+    path = shard_files(out, n, width)[0]
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+
+
+def write_summary(out: str | Path, n: int, width: int, summary: dict) -> None:
+    """Write the summary of shard ``n``, the mark that it is done (its records are written)."""
+    _atomic_write(shard_files(out, n, width)[1], (json.dumps(summary, sort_keys=True) + "\n").encode())
 
 
 def write_returned(out: str | Path, width: int, summary: dict) -> dict:
@@ -101,6 +123,7 @@ class ResultsDir:
         self.given = str(path)
         self.path = Path(path)
         self._lock_fd = None
+        self.created = False      # open() wrote a new manifest: no shard is done
 
     # -- opening -------------------------------------------------------------------------------
     def open(self, spec, points: int, shard_points: int, *, fresh: bool) -> dict:
@@ -141,6 +164,7 @@ class ResultsDir:
             self._clear()
             doc = manifest_doc(spec, points, shard_points)
             _atomic_write(p / MANIFEST, (json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n").encode())
+            self.created = True
             return doc
         self._drop_temporaries()
         return old
@@ -181,6 +205,8 @@ class ResultsDir:
     def done(self, manifest: dict) -> dict[int, dict]:
         """The summaries of the shards that are done (see the module docstring), by shard."""
         out = {}
+        if self.created:
+            return out
         width, fp = manifest["name_width"], manifest["fingerprint"]
         for n, lo, hi in plan(manifest):
             s = _done(self.path, width, fp, n, lo, hi)

@@ -33,7 +33,7 @@ from collections import Counter
 from layoutverify.core.errors import LayoutError
 
 from .space import Space
-from .store import MANIFEST, read_json, write_shard
+from .store import MANIFEST, read_json, write_records, write_summary
 
 #: set to make a worker crash on purpose (tests of retries): "PATH" makes the first shard started
 #: anywhere while the marker file PATH exists remove it and exit its worker process
@@ -73,6 +73,52 @@ def space_of(spec, space: Space | None = None) -> Space:
     return sp
 
 
+def warm_up(spec) -> None:
+    """Load into this process what evaluating a shard needs besides its own layouts: the numbered
+    space and the modules the evaluation imports. The coordinator does this once before it forks
+    its workers, which start with it: otherwise each of 16 workers imports the same modules (and
+    pays the page faults) on its first shard. For a Triton space the first point is evaluated in
+    memory (a millisecond; it loads every module a shard uses, the adapter's lazily imported
+    parts included); a template point may take long, so there only the task's modules and the
+    adapters its first point names are imported."""
+    space = space_of(spec)
+    if not space.points:
+        return
+    g = next(iter(space.slices(0, 1)))[0]
+    if g.share is not None:
+        with _collector_paused():
+            for _ in evaluate(space, 0, 1, Counts(spec.task)):
+                pass
+        return
+    from layoutverify.adapters import adapter, split_spec
+    if spec.task == "prove":
+        import layoutverify.core.batch  # noqa: F401
+    else:
+        import layoutverify.apps.scan.triton_choice  # noqa: F401
+        import layoutverify.core.conversion  # noqa: F401
+    for text in g.layouts.values():
+        try:
+            adapter(split_spec(text)[0])
+        except LayoutError:
+            pass          # the point is an error: its worker says so
+
+
+#: records per piece written (about 50 kB)
+CHUNK_LINES = 256
+
+
+def _chunks(lines):
+    """The record lines as bytes, :data:`CHUNK_LINES` lines a piece."""
+    buf = []
+    for line in lines:
+        buf.append(line)
+        if len(buf) >= CHUNK_LINES:
+            yield "".join(buf).encode()
+            buf.clear()
+    if buf:
+        yield "".join(buf).encode()
+
+
 def run_shard(spec, out: str, width: int, n: int, lo: int, hi: int, *, node: str | None = None) -> dict:
     """Evaluate and write shard ``n`` (points ``[lo, hi)``); its summary. When ``out`` holds no
     manifest of this spec here (a node that does not share the path), the summary carries the
@@ -81,24 +127,29 @@ def run_shard(spec, out: str, width: int, n: int, lo: int, hi: int, *, node: str
     c0, t0 = time.process_time(), time.perf_counter()
     fp = spec.fingerprint()
     counts = Counts(spec.task)
-    with _collector_paused():
-        text = "".join(evaluate(space_of(spec), lo, hi, counts)).encode()
-    summary = counts.as_dict()
-    summary.update(fingerprint=fp, shard=n, lo=lo, hi=hi)
     visible = _VISIBLE.get((out, fp))
     if visible is None:
         m = read_json(os.path.join(out, MANIFEST))
         visible = _VISIBLE[(out, fp)] = bool(m) and m.get("fingerprint") == fp
     visible = visible and not os.environ.get(UNSHARED_ENV)
-    summary["worker"] = {"host": socket.gethostname(), "pid": os.getpid(), **({"node": node} if node else {})}
+    lines = evaluate(space_of(spec), lo, hi, counts)
     if visible:
-        summary["cpu_seconds"] = round(time.process_time() - c0, 6)   # (the writing included)
-        summary["seconds"] = round(time.perf_counter() - t0, 6)
-        write_shard(out, n, width, text, summary)
+        with _collector_paused():
+            write_records(out, n, width, _chunks(lines))
     else:
-        summary["records_z"] = zlib.compress(text, 1)
-        summary["cpu_seconds"] = round(time.process_time() - c0, 6)
-        summary["seconds"] = round(time.perf_counter() - t0, 6)
+        z = zlib.compressobj(1)
+        with _collector_paused():
+            parts = [z.compress(chunk) for chunk in _chunks(lines)]
+        parts.append(z.flush())
+    summary = counts.as_dict()
+    summary.update(fingerprint=fp, shard=n, lo=lo, hi=hi)
+    summary["worker"] = {"host": socket.gethostname(), "pid": os.getpid(), **({"node": node} if node else {})}
+    if not visible:
+        summary["records_z"] = b"".join(parts)
+    summary["cpu_seconds"] = round(time.process_time() - c0, 6)   # (the writing included)
+    summary["seconds"] = round(time.perf_counter() - t0, 6)
+    if visible:
+        write_summary(out, n, width, summary)
     return summary
 
 
@@ -160,24 +211,23 @@ def _group_lines(g, k0: int, k1: int, i0: int, counts: Counts):
     nb = len(g.b)
     one_row = k0 // nb == (k1 - 1) // nb
     b_used = range(k0 % nb, (k1 - 1) % nb + 1) if one_row else range(nb)
-    lay_b = {bi: _parse(g, g.shape_b, g.b[bi]) for bi in b_used}
-    jb = {bi: _dumps(g.b[bi]) for bi in lay_b}
-    bspec = {bi: g.layouts[g.b[bi]].encode() for bi in lay_b}
+    memo = _memo(g)
+    side_b = {bi: _layout(g, g.shape_b, g.b[bi], memo) for bi in b_used}
     meta = _dumps(g.meta)[1:-1]
     tail = ("," + meta if meta else "") + ","
     heads, todo = [], []          # record heads ('{"i":..,..meta,'), pairs to evaluate (slot, A, B)
     i = i0
     for ai in range(k0 // nb, (k1 - 1) // nb + 1):
         a = g.a[ai]
-        la = _parse(g, g.shape_a, a)
-        head_a = f',"a":{_dumps(a)},"b":'
+        la, ja, _ = _layout(g, g.shape_a, a, memo)
+        head_a = f',"a":{ja},"b":'
         hasher = hashlib.blake2b(f"{g.task}|{g.key}|{g.layouts[a]}|".encode(), digest_size=8)
         bad_a = g.error or (str(la) if isinstance(la, LayoutError) else None)
         for bi in range(max(0, k0 - ai * nb), min(nb, k1 - ai * nb)):
+            lb, jb, bspec = side_b[bi]
             h = hasher.copy()
-            h.update(bspec[bi])
-            heads.append(f'{{"i":{i},"id":"{h.hexdigest()}"{head_a}{jb[bi]}{tail}')
-            lb = lay_b[bi]
+            h.update(bspec)
+            heads.append(f'{{"i":{i},"id":"{h.hexdigest()}"{head_a}{jb}{tail}')
             if bad_a is not None:
                 todo.append((i - i0, bad_a, None))
             elif isinstance(lb, LayoutError):
@@ -189,6 +239,41 @@ def _group_lines(g, k0: int, k1: int, i0: int, counts: Counts):
     counts.points += len(heads)
     for head, body in zip(heads, bodies):
         yield head + body + "}\n"
+
+
+#: the parse memos (:attr:`.space.Group.parsed`) of the shares this process used last, the most
+#: recent last; an older one is emptied (its layouts stay in the adapters' parse cache a while)
+_RECENT: list = []
+RECENT_SHARES = 4
+
+
+def _memo(g) -> dict | None:
+    """The memo of the group's share, made the most recent; None for a group of no share."""
+    if g.share is None:
+        return None
+    m = g.parsed
+    if not (_RECENT and _RECENT[-1] is m):
+        for k, x in enumerate(_RECENT):
+            if x is m:
+                del _RECENT[k]
+                break
+        _RECENT.append(m)
+        if len(_RECENT) > RECENT_SHARES:
+            _RECENT.pop(0).clear()
+    return m
+
+
+def _layout(g, shape, name: str, memo: dict | None) -> tuple:
+    """(layout or its :class:`LayoutError`, the name as JSON, the spec text as bytes) of the
+    group's layout ``name``, from the share's memo where it was made before: a dictionary look-up
+    instead of the parse cache's (spelling split, options checked, key built, lock: about 10 us,
+    some 130 times a shard)."""
+    got = memo.get(name) if memo is not None else None
+    if got is None:
+        got = (_parse(g, shape, name), _dumps(name), g.layouts[name].encode())
+        if memo is not None:
+            memo[name] = got
+    return got
 
 
 def _parse(g, shape, name):
