@@ -30,10 +30,12 @@ A second table separates the machine from the sweep: ``--hardware`` runs the sam
 W forked processes with no coordinator, no pool and no output (each evaluates its own slice of
 points in memory), ``--repeats`` times interleaved likewise, so the fall of per-process CPU
 throughput with W is the hardware's (shared caches, memory bandwidth, SMT siblings, clock under
-all-core load), not the sweep's.
+all-core load), not the sweep's. ``--spin`` goes one step further: W processes run a
+compute-only loop that shares no data, so its fall with W is the cores' own speed under load
+(clock, the host's other tenants), which no program running W processes can beat.
 
     python benchmarks/bench_sweep.py                          # 1,000,000 pairs, all cores
-    python benchmarks/bench_sweep.py --pairs 1000000 --no-ray --cores 16 --hardware 100000
+    python benchmarks/bench_sweep.py --pairs 1000000 --no-ray --cores 16 --hardware 100000 --spin 20000000
     python benchmarks/bench_sweep.py --pairs 50000 --no-ray --repeats 1   # a quick run
 
 Results: ``benchmarks/results/bench_sweep.json`` (``-o``), with machine (CPU model, logical CPUs,
@@ -195,6 +197,36 @@ def hardware_run(spec, procs: int, per_process: int) -> dict:
             "pairs_per_process_cpu_second": round(n / cpu, 1), "load_average": [round(x, 2) for x in os.getloadavg()]}
 
 
+def _spin(iterations: int, conn) -> None:
+    """In a forked process: a pure-Python integer loop with a working set of a few cache lines;
+    send back its CPU seconds."""
+    c0 = time.process_time()
+    x = 0
+    for i in range(iterations):
+        x = (x * 1103515245 + i) & 0xFFFFFFFF
+    conn.send(time.process_time() - c0)
+    conn.close()
+
+
+def spin_run(procs: int, iterations: int) -> dict:
+    """``procs`` forked processes each running :func:`_spin`: how fast one core computes while
+    ``procs`` cores are busy, with no shared data at all (clock under all-core load, a host's
+    other tenants). Per-process iterations per CPU second."""
+    import multiprocessing as mp
+    ctx = mp.get_context("fork")
+    pipes, jobs = [], []
+    for _ in range(procs):
+        a, b = ctx.Pipe(duplex=False)
+        p = ctx.Process(target=_spin, args=(iterations, b))
+        p.start()
+        pipes.append(a)
+        jobs.append(p)
+    cpu = [a.recv() for a in pipes]
+    for p in jobs:
+        p.join()
+    return {"processes": procs, "iterations_per_process_cpu_second": round(iterations * procs / sum(cpu), 1)}
+
+
 def rounds(counts: list[int], repeats: int):
     """``(round, count)`` in the interleaved order: ascending counts in even rounds, descending in
     odd ones."""
@@ -273,6 +305,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-ray", action="store_true")
     ap.add_argument("--hardware", type=int, default=0, metavar="N",
                     help="also the coordinator-free reference: N pairs per process, 1..cores processes")
+    ap.add_argument("--spin", type=int, default=0, metavar="N",
+                    help="also a compute-only reference: N loop iterations per process, 1..cores processes "
+                         "(no data shared: the machine's per-core speed under all-core load)")
     ap.add_argument("--tmp", default=None, help="where results directories go (default: the system's temp dir)")
     ap.add_argument("-o", "--out", default=str(Path(__file__).parent / "results" / "bench_sweep.json"))
     args = ap.parse_args(argv)
@@ -328,6 +363,19 @@ def main(argv=None) -> int:
     for h in hw_rows:
         print(f"hardware  {h['processes']:3d} processes: median {h['pairs_per_process_cpu_second_median']:.0f} per "
               f"process CPU second ({h['per_process_vs_one']} of one process's; runs {h['per_process_vs_one_runs']})")
+    spin, spin_rows = [], []
+    if args.spin:
+        for rnd, w in rounds(counts, args.repeats):
+            h = spin_run(w, args.spin)
+            h["round"] = rnd
+            spin.append(h)
+        one = median([h["iterations_per_process_cpu_second"] for h in spin if h["processes"] == 1])
+        for w in counts:
+            m = median([h["iterations_per_process_cpu_second"] for h in spin if h["processes"] == w])
+            spin_rows.append({"processes": w, "iterations_per_process_cpu_second_median": m,
+                              "per_process_vs_one": round(m / one, 3)})
+            print(f"spin      {w:3d} processes: {spin_rows[-1]['per_process_vs_one']} of one process's speed per "
+                  f"CPU second (compute only, nothing shared)")
     top = [r for r in rows if r["backend"] == "processes" and r["workers"] == args.cores]
     goals = {"efficiency_at_max_workers": top[0]["scaling_efficiency"] if top else None,
              "efficiency_runs_at_max_workers": top[0]["scaling_efficiency_runs"] if top else None,
@@ -349,7 +397,7 @@ def main(argv=None) -> int:
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "goal": "median scaling efficiency >= 0.8 at 16 workers and median >= 600k pairs/s on a quiet 16-core "
                 "machine; coordinator CPU share <= 0.10 on any machine", "goals": goals, "table": rows,
-        "runs": runs, "hardware_table": hw_rows, "hardware": hardware}
+        "runs": runs, "hardware_table": hw_rows, "hardware": hardware, "spin_table": spin_rows, "spin": spin}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     for k, ok in goals["met"].items():

@@ -44,6 +44,11 @@ def _torch_dtype(torch, elem: str):
             "e5m2": torch.float8_e5m2}[elem]
 
 
+def triton_release() -> str:
+    import triton
+    return triton.__version__
+
+
 def _arch():
     import torch
     major, minor = torch.cuda.get_device_capability()
@@ -67,6 +72,9 @@ def test_the_gpu_computes_what_the_model_says(name):
     ttir, ptx = kernel.asm["ttir"], kernel.asm["ptx"]
     meta = {k: getattr(kernel.metadata, k, None) for k in ("num_warps", "warp_size", "global_scratch_size",
                                                             "profile_scratch_size", "triton_version")}
+    if name == "matmul_tma_host" and not getattr(kernel.metadata, "tensordesc_meta", None):
+        pytest.skip(f"Triton {triton_release()} records no tensor-map layout (tensordesc_meta) for host "
+                    f"descriptors: the validator calls such kernels unsupported (GPU check needs Triton 3.7+)")
     launch_json = GPU_LAUNCH[name]
     launch = Launch.from_json(launch_json)
     predicted = model_stores(ttir, ptx, meta, launch)
@@ -112,10 +120,11 @@ def test_the_gpu_computes_what_the_model_says(name):
         idx = np.array(sorted(want))
         w = np.array([want[i] for i in idx])
         g = got[idx]
+        both_nan = np.isnan(g) & np.isnan(w)         # a NaN where the model says NaN is agreement
         if name in EXACT:
-            bad = np.nonzero(g != w)[0]
+            bad = np.nonzero((g != w) & ~both_nan)[0]
         else:
-            bad = np.nonzero(~np.isclose(g, w, rtol=1e-3, atol=1e-3))[0]
+            bad = np.nonzero(~np.isclose(g, w, rtol=1e-3, atol=1e-3) & ~both_nan)[0]
         assert not bad.size, (f"{name} ({MODELS[name]}): {len(bad)} of {len(idx)} elements of {buf} differ, first "
                               f"element {int(idx[bad[0]])}: GPU {g[bad[0]]!r}, model {w[bad[0]]!r}")
         checked += len(idx)

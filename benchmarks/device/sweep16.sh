@@ -36,4 +36,4 @@ python3 -c 'import layoutverify, numpy, sys; print("layoutverify from", layoutve
 tmp=/tmp
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then tmp=/dev/shm; fi
 python3 benchmarks/bench_sweep.py --pairs "$PAIRS" --no-ray --cores "$CORES" --hardware "$HARDWARE" \
-  --repeats "$REPEATS" --tmp "$tmp" -o "$OUT/bench_sweep_16core.json" 2>&1 | tee "$OUT/bench_sweep_16core.log"
+  --spin "${SPIN:-10000000}" --repeats "$REPEATS" --tmp "$tmp" -o "$OUT/bench_sweep_16core.json" 2>&1 | tee "$OUT/bench_sweep_16core.log"
