@@ -44,6 +44,17 @@ def _torch_dtype(torch, elem: str):
             "e5m2": torch.float8_e5m2}[elem]
 
 
+def _plain(x):
+    """Triton's metadata value as the cache's JSON holds it (named tuples as dicts, tuples as lists)."""
+    if hasattr(x, "_asdict"):
+        return {k: _plain(v) for k, v in x._asdict().items()}
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
 def triton_release() -> str:
     import triton
     return triton.__version__
@@ -70,8 +81,9 @@ def test_the_gpu_computes_what_the_model_says(name):
         pytest.skip("needs sm_90")
     kernel = compile_one(name, 90 if arch >= 90 else arch)
     ttir, ptx = kernel.asm["ttir"], kernel.asm["ptx"]
-    meta = {k: getattr(kernel.metadata, k, None) for k in ("num_warps", "warp_size", "global_scratch_size",
-                                                            "profile_scratch_size", "triton_version")}
+    meta = {k: _plain(getattr(kernel.metadata, k, None))
+            for k in ("num_warps", "warp_size", "global_scratch_size", "profile_scratch_size", "triton_version",
+                      "tensordesc_meta")}
     if name == "matmul_tma_host" and not getattr(kernel.metadata, "tensordesc_meta", None):
         pytest.skip(f"Triton {triton_release()} records no tensor-map layout (tensordesc_meta) for host "
                     f"descriptors: the validator calls such kernels unsupported (GPU check needs Triton 3.7+)")

@@ -12,9 +12,9 @@
 # and writes measured/conversions_<GPU>.json; nothing says "needs an NVIDIA GPU".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-pip install --no-index --no-deps -q .whl/z3_solver-*.whl
+python3 -m pip install --no-index --no-deps -q .whl/z3_solver-*.whl
 # the package without installing it: its folders laid out under its own name (as the docs build does)
-python - <<'PY'
+python3 - <<'PY'
 import os
 from pathlib import Path
 root = Path.cwd(); stage = root / "build" / "api-src"
@@ -26,11 +26,11 @@ for package, folder in {"layoutverify": "verifier", "layoutverify/adapters": "ad
             os.symlink(e, t / e.name)
 PY
 export PYTHONPATH="$PWD/build/api-src"
-mkdir -p bin && printf '#!/bin/sh\nexec python -m layoutverify.apps.cli "$@"\n' > bin/layoutverify && chmod +x bin/layoutverify
+mkdir -p bin && printf '#!/bin/sh\nexec python3 -m layoutverify.apps.cli "$@"\n' > bin/layoutverify && chmod +x bin/layoutverify
 export PATH="$PWD/bin:$PATH"
 nvidia-smi -L
 set -x
 layoutverify measure 'triton:#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>' \
     'triton:#ttg.blocked<{sizePerThread = [4, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]}>' --shape 64x64
-python benchmarks/gpu_conversions.py --only blocked-transpose-1 --out measured
+python3 benchmarks/gpu_conversions.py --only blocked-transpose-1 --out measured
 ls measured
