@@ -18,7 +18,7 @@ for d in /.whl/ /.pg/; do grep -qxF "$d" "$exclude" 2>/dev/null || echo "$d" >> 
 
 # -- Python: the service extra and its dependencies, for CPython 3.12 on x86-64 Linux -------------
 # (a layoutverify wheel made by fetch_wheels.sh stays: one .whl/ then serves sweep16.sh too)
-mkdir -p .whl && find .whl -name '*.whl' ! -name 'layoutverify-*' -delete
+mkdir -p .whl && find .whl -type f -name '*.whl' ! -name 'layoutverify-*' -delete
 python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl \
