@@ -240,8 +240,8 @@ def main() -> int:
     ap.add_argument("--client-procs", type=int, default=None,
                     help="--scaling: C of a single load CxK (K from --connections; default: --loads)")
     ap.add_argument("--connections", type=int, default=None, help="--scaling: K of that load (default 4)")
-    ap.add_argument("--listen", default="own", help="--scaling, P > 1: own (a socket per process, the default of "
-                    "serve --processes on Linux), shared (one socket for all), or own,shared")
+    ap.add_argument("--listen", default="shared", help="--scaling, P > 1: shared (one socket for all, the default "
+                    "of serve --processes), own (a socket per process, SO_REUSEPORT), or own,shared")
     ap.add_argument("--seconds", type=float, default=10.0, help="seconds of each --scaling window (default 10)")
     ap.add_argument("--warmup", type=float, default=3.0, help="seconds of load before each window (default 3)")
     ap.add_argument("--repeats", type=int, default=1, help="rounds of --scaling (default 1)")

@@ -20,9 +20,9 @@ request shows whether answers came from memory (about 0) or from the store; the 
 processes' utilization shows whether the connections were spread (each near 1.0) or piled on one
 (one near 1.0, the others lower); the clients' utilization, whether the load itself was the limit.
 
-**Listening.** ``--listen own`` (the default of ``serve --processes`` on Linux: a socket per
-process, ``SO_REUSEPORT``), ``shared`` (one socket all processes accept from, as uvicorn's process
-manager does: ``LAYOUTVERIFY_SERVE_SHARED_SOCKET=1``), or both (``own,shared``), for P > 1.
+**Listening.** ``--listen shared`` (one socket all processes accept from: the default of ``serve
+--processes``), ``own`` (a socket per process, ``SO_REUSEPORT``, with
+``LAYOUTVERIFY_SERVE_OWN_SOCKETS=1``), or both (``own,shared``), for P > 1.
 
 Rows: one per (P, listening, load, round); ``--repeats`` rounds, each in the same order; the
 table gives per (P, listening, load) the median requests/s and the ratio to the median of P = 1
@@ -242,7 +242,7 @@ def scaling(process_counts: list[int], loads: list[tuple[int, int]], listens: li
         for rnd in range(repeats):
             for procs in process_counts:
                 for listen in (["single"] if procs == 1 else listens):
-                    env = {"LAYOUTVERIFY_SERVE_SHARED_SOCKET": "1"} if listen == "shared" else {}
+                    env = {"LAYOUTVERIFY_SERVE_OWN_SOCKETS": "1"} if listen == "own" else {}
                     args = ["--processes", str(procs)] if procs > 1 else []
                     server = Server(pg.url, workers=workers, args=args, env=env).start()
                     try:

@@ -261,11 +261,11 @@ def _service_pids(s: Server) -> set:
 
 @pytest.mark.parametrize("listen", ["own", "shared"])
 def test_processes_share_one_port_and_store(listen):
-    """``--processes 2``: both processes answer, from one store. Each has its own listening socket
-    (``SO_REUSEPORT``: the kernel spreads connections over them), or, for comparisons
-    (``LAYOUTVERIFY_SERVE_SHARED_SOCKET=1``), the two share one, as uvicorn's process manager does."""
+    """``--processes 2``: both processes answer, from one store. They share one listening socket
+    (the default), or, with ``LAYOUTVERIFY_SERVE_OWN_SOCKETS=1``, each has its own
+    (``SO_REUSEPORT``: the kernel spreads connections over them)."""
     pg = Postgres().start()
-    env = {"LAYOUTVERIFY_SERVE_SHARED_SOCKET": "1"} if listen == "shared" else {}
+    env = {"LAYOUTVERIFY_SERVE_OWN_SOCKETS": "1"} if listen == "own" else {}
     s = Server(pg.url, workers=1, args=["--processes", "2"], env=env)
     try:
         s.start()
@@ -295,8 +295,8 @@ def test_processes_share_one_port_and_store(listen):
 
 
 def test_a_dead_service_process_is_replaced():
-    """``kill -9`` of one of ``--processes 2``: the other goes on answering, and another process
-    takes the dead one's socket (the supervisor starts it again); the service stops cleanly."""
+    """``kill -9`` of one of ``--processes 2``: the other goes on answering, and the supervisor
+    starts another process on the shared listening socket; the service stops cleanly."""
     import signal
     pg = Postgres().start()
     s = Server(pg.url, workers=1, args=["--processes", "2"])
@@ -314,7 +314,7 @@ def test_a_dead_service_process_is_replaced():
                 break
             time.sleep(0.5)
         assert len(after) == 2 and victim not in after and (before - {victim}) <= after, (before, after)
-        assert _listening_sockets(s.port) == 2
+        assert _listening_sockets(s.port) == 1
     finally:
         s.stop()
         pg.stop()

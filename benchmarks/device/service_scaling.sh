@@ -12,12 +12,11 @@
 # It measures, two rounds, each P in {1, 2, 4} under two loads: 8x1 (8 client processes with one
 # connection each: the load of the first device run) and 8x4 (32 connections: every server
 # process kept busy however the connections are spread), and for P > 1 both ways of listening:
-# `own` (a socket per process, SO_REUSEPORT: what serve --processes now does on Linux) and
-# `shared` (one socket all processes accept from: uvicorn's process manager, the code of the
-# first device run). Each window (8 s) follows a warm-up; answers come from each process's memory
+# `own` (a socket per process, SO_REUSEPORT: LAYOUTVERIFY_SERVE_OWN_SOCKETS=1) and `shared` (one
+# socket all processes accept from: what serve --processes does, measured the better of the two). Each window (8 s) follows a warm-up; answers come from each process's memory
 # (the store's CPU per request, printed, must be about 0).
 #
-# Expected: errors 0 in every row; "1 -> 2 processes (own sockets, load 8x4): X x" with X >= 1.6
+# Expected: errors 0 in every row; "1 -> 2 processes (shared socket, load 8x4): X x" with X >= 1.6
 # (the goal of issue 26); and in the rows, "server processes busy [...]": with own sockets every
 # process about equally busy; with a shared socket under 8x1, one process busier than the others
 # if the kernel hands new connections to whichever process wakes first (the cause found for 1.5x).
@@ -26,7 +25,7 @@
 # own,shared, 8, 2, 2, /tmp/site, /tmp/lv and /opt/lvpg for a dry run elsewhere.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PROCS=${PROCS:-1,2,4} LOADS=${LOADS:-8x1,8x4} LISTEN=${LISTEN:-own,shared}
+PROCS=${PROCS:-1,2,4} LOADS=${LOADS:-8x1,8x4} LISTEN=${LISTEN:-shared,own}
 WINDOW=${WINDOW:-8} WARMUP=${WARMUP:-2} REPEATS=${REPEATS:-2}
 SITE=${SITE:-/tmp/site} LV=${LV:-/tmp/lv} PGROOT=${PGROOT:-/opt/lvpg}
 OUT=${OUT:-/tmp/lv-out}

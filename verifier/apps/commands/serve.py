@@ -112,29 +112,19 @@ def _serve_one(options: dict, sock) -> None:
 
 
 def _run_processes(processes: int, options: dict) -> int:
-    """``processes`` service processes on one port: each on its own socket where the kernel
-    balances connections over sockets (:mod:`layoutverify.apps.service.processes`), else
-    uvicorn's process manager on one shared socket."""
+    """``processes`` service processes on one port, supervised, accepting from one shared
+    socket (or each from its own, :mod:`layoutverify.apps.service.processes`)."""
     import functools
 
-    import uvicorn
     from uvicorn.config import STARTUP_FAILURE
 
     from layoutverify.apps.service import processes as procs
     backlog = 2048      # uvicorn's default, which it sets again when it starts serving on the socket
-    if procs.own_sockets_supported() and os.environ.get(procs.SHARED_SOCKET_ENV) != "1":
+    if procs.own_sockets_supported() and os.environ.get(procs.OWN_SOCKETS_ENV) == "1":
         sockets = [procs.bind(options["host"], options["port"], backlog, reuse_port=True) for _ in range(processes)]
-        return procs.Supervisor(functools.partial(_serve_one, options), sockets,
-                                startup_failure=STARTUP_FAILURE).run()
-    from uvicorn.supervisors import Multiprocess
-    config = uvicorn.Config("layoutverify.apps.commands.serve:app_from_env", factory=True, workers=processes,
-                            **options)
-    sock = procs.bind(options["host"], options["port"], backlog, reuse_port=False)
-    try:
-        Multiprocess(config, sockets=[sock]).run()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    else:
+        sockets = [procs.bind(options["host"], options["port"], backlog, reuse_port=False)] * processes
+    return procs.Supervisor(functools.partial(_serve_one, options), sockets, startup_failure=STARTUP_FAILURE).run()
 
 
 def run(args) -> int:

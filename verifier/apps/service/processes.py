@@ -1,17 +1,17 @@
-"""Several service processes on one port (``serve --processes N``), each on its own listening
-socket.
+"""Several service processes on one port (``serve --processes N``), supervised.
 
-uvicorn's own process manager binds one socket that every process accepts from. The kernel then
-wakes every process for each new connection and the first to call ``accept()`` takes it; which
-one is first depends on who is running at that instant, so connections pile up on some processes
-while others idle (keep-alive connections stay where they landed). Here each process listens on
-its own socket, all bound to the one address with ``SO_REUSEPORT`` (Linux), and the kernel
-spreads new connections over the sockets by a hash of their addresses and ports, the same way
-whichever process is busy. The sockets are made here, before the processes start, and kept open
-here: a process that dies is started again on its socket, where the connections that arrived
-meanwhile wait.
+The processes accept connections from one listening socket, made here before they start and
+kept open here: a process that dies is started again on it, and the connections that arrive
+meanwhile wait in its backlog. Every idle process waits in ``accept()``, so a new connection
+goes to a process that is free at that instant.
 
-Elsewhere (no ``SO_REUSEPORT`` load balancing) the processes share one socket, as with uvicorn.
+With ``LAYOUTVERIFY_SERVE_OWN_SOCKETS=1`` (Linux) each process has a socket of its own instead,
+all bound to the one address with ``SO_REUSEPORT``, and the kernel spreads new connections over
+them by a hash of their addresses and ports, whether or not that process is busy. Measured on a
+16-core machine (``benchmarks/results/bench_service_scaling.json``, 8 clients with 4
+connections each, answers from the cache), one shared socket gave 2.05x the requests per second
+of one process with 2 processes and 4.35x with 4; own sockets gave 1.76x and 3.18x, since a
+hash puts more connections on some processes than on others. So one socket is the default.
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ import sys
 import threading
 import time
 
-#: set to "1" to make the processes share one listening socket even where each could have its
-#: own (for comparisons: benchmarks/bench_service.py --scaling --listen shared)
-SHARED_SOCKET_ENV = "LAYOUTVERIFY_SERVE_SHARED_SOCKET"
+#: set to "1" to give each process its own ``SO_REUSEPORT`` socket where the kernel balances
+#: connections over them (for comparisons: benchmarks/service_scaling.py --listen own)
+OWN_SOCKETS_ENV = "LAYOUTVERIFY_SERVE_OWN_SOCKETS"
 #: seconds a process has to finish its requests when the service stops, before it is killed
 STOP_SECONDS = 10.0
 
@@ -50,8 +50,9 @@ def bind(host: str, port: int, backlog: int, *, reuse_port: bool) -> socket.sock
 
 
 class Supervisor:
-    """Runs ``target(socket)`` in one spawned process per socket until SIGINT or SIGTERM; starts
-    a process that dies again on its socket, unless it failed before serving (exit status
+    """Runs ``target(socket)`` in one spawned process per entry of ``sockets`` (one socket may be
+    given for every process) until SIGINT or SIGTERM; starts a process that dies again on its
+    socket, unless it failed before serving (exit status
     ``startup_failure``: the same would happen again), which stops them all."""
 
     def __init__(self, target, sockets: list, *, startup_failure: int = 3, log=None):
