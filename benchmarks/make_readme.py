@@ -39,7 +39,7 @@ def machine(doc: dict) -> str:
     m = doc.get("machine") or doc.get("meta") or {}
     if isinstance(m, str):
         return f"{m}, Python {doc.get('python', '?')}, {doc.get('cores', '?')} cores"
-    cpus = m.get("cpu_count") or m.get("cpus") or doc.get("cores")
+    cpus = m.get("cpu_count") or m.get("cpus") or m.get("logical_cpus") or doc.get("cores")
     out = f"{m.get('platform', '?')}, {cpus} cores"
     if m.get("python"):
         out += f", Python {m['python']}"
@@ -183,20 +183,43 @@ def triton_sweep_section() -> list[str]:
 
 
 def sweep_section() -> list[str]:
+    out: list[str] = []
+    d = load("bench_sweep_16core.json")
+    if d is not None:
+        out += header("Sweep scaling on 16 cores", ["bench_sweep_16core.json"], d)
+        out += [f"`python benchmarks/bench_sweep.py --pairs {d['pairs_requested']} --no-ray --cores {d['max_workers']} "
+                f"--hardware N --spin N --repeats {d['repeats']}` ({d['machine'].get('cpu_model', '?')}, "
+                f"{d['machine'].get('physical_cores', '?')} cores, {d['machine'].get('threads_per_core', '?')} "
+                f"thread per core): each worker count run {d['repeats']} times, interleaved; medians. Method: "
+                f"{d['method']}. Goal: {d['goal']}.", ""]
+        rows = [[r["workers"], f"{r['pairs_per_second_median']:,.0f}", f"{r['spread']:.2f}", f(r["scaling_efficiency"], 3),
+                 f(r["cpu_efficiency"], 3), f(r["busy_fraction_median"], 3), f(r["coordinator_cpu_share_max"], 3)]
+                for r in d["table"] if r["backend"] == "processes"]
+        out += table(["workers", "pairs/s (median)", "spread", "scaling efficiency", "per CPU second vs one worker",
+                      "busy", "coordinator CPU share (max)"], rows)
+        spin = {r["processes"]: r["per_process_vs_one"] for r in d.get("spin_table") or []}
+        hw = {r["processes"]: r["per_process_vs_one"] for r in d.get("hardware_table") or []}
+        if spin or hw:
+            out += ["", "The machine alone, with no sweep around it: per-process speed per CPU second with W processes "
+                        "busy, against one (`--hardware`: the same evaluation in W processes, no coordinator; "
+                        "`--spin`: a compute-only loop that shares no data).", ""]
+            out += table(["processes", "evaluation only (--hardware)", "compute only (--spin)"],
+                         [[w, f(hw.get(w), 3), f(spin.get(w), 3)] for w in sorted(set(spin) | set(hw))])
+        met = d["goals"]["met"]
+        out += ["", "Goals as the file judges them: " + "; ".join(
+            f"{k}: {'not judged' if v is None else 'met' if v else 'not met'}" for k, v in met.items()) + ".", ""]
     d = load("bench_sweep.json")
-    if d is None:
-        return []
-    out = header("Sweep scaling", ["bench_sweep.json"], d)
-    out += [f"`python benchmarks/bench_sweep.py [--pairs N]`: {d['pairs_requested']:,} Triton encoding pairs per "
-            "configuration with 1, 2, 4, ... and all cores, on a process pool and on a local Ray cluster; it "
-            f"records pairs per worker CPU second too. Load average before the run: "
-            f"{', '.join(f'{x:.2f}' for x in d['load_average_before'])}. Goal: {d['goal']}.", ""]
-    rows = [[r["backend"], r["workers"], f"{r['pairs_per_second']:,.0f}", f"{r['pairs_per_second_per_core']:,.0f}",
-             f"{r['pairs_per_worker_cpu_second']:,.0f}", f"{r['scaling_efficiency']:.2f}", r["errors"]]
-            for r in d["runs"]]
-    out += table(["backend", "workers", "pairs/s", "pairs/s per core", "pairs per worker CPU s",
-                  "scaling efficiency", "errors"], rows)
-    return out + [""]
+    if d is not None:
+        out += header("Sweep scaling, development machine", ["bench_sweep.json"], d)
+        out += [f"`python benchmarks/bench_sweep.py`: {d['pairs_requested']:,} Triton encoding pairs with 1, 2, ... "
+                f"workers. Load average before the run: {', '.join(f'{x:.2f}' for x in d['load_average_before'])} "
+                "(a shared machine: wall-clock efficiency means little there; the coordinator's CPU share does).", ""]
+        rows = [[r["backend"], r["workers"], f"{r['pairs_per_second']:,.0f}", f"{r['pairs_per_worker_cpu_second']:,.0f}",
+                 f(r.get("busy_fraction"), 3), f(r.get("coordinator_cpu_share"), 3), r["errors"]] for r in d["runs"]]
+        out += table(["backend", "workers", "pairs/s", "pairs per worker CPU s", "busy", "coordinator CPU share",
+                      "errors"], rows)
+        out += [""]
+    return out
 
 
 def service_section() -> list[str]:
@@ -225,6 +248,22 @@ def service_section() -> list[str]:
 # ---------------------------------------------------------------------------------------------
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
+
+
+def service_scaling_section() -> list[str]:
+    d = load("bench_service_scaling.json")
+    if d is None:
+        return []
+    doc = dict(d, date=(d.get("machine") or {}).get("date"))
+    out = header("Service on several processes", ["bench_service_scaling.json"], doc)
+    out += [f"`python benchmarks/bench_service.py --scaling 1,2,4 --loads 8x1,8x4 --listen shared,own` over "
+            f"{d.get('store', 'PostgreSQL')}: {d['method']}. Goal: at least "
+            f"{(d.get('goal') or {}).get('speedup_1_to_2', 1.6)}x the cached requests/s of one process with two.", ""]
+    rows = [[t["processes"], t["listen"], t["load"], f"{t['requests_per_s_median']:,.0f}", f"{t['speedup']:.2f}",
+             " ".join(f"{x:.2f}" for x in t["server_cpu_utilization"]), t["errors"]] for t in d["table"]]
+    out += table(["processes", "listening", "load (clients x connections)", "cached requests/s (median)",
+                  "x one process", "server processes busy", "errors"], rows)
+    return out + [""]
 
 
 def conversions_section() -> list[str]:
@@ -311,7 +350,7 @@ INTRO = [
 def render() -> str:
     parts = INTRO[:]
     for section in (prove_section, peers_section, nonf2_section, triton_sweep_section, sweep_section,
-                    service_section, conversions_section):
+                    service_section, service_scaling_section, conversions_section):
         parts += section()
     while parts and not parts[-1]:
         parts.pop()
