@@ -196,10 +196,10 @@ def run_scaling(args, results_dir: str) -> int:
 
     def partial(rows):
         with open(out, "w") as f:
-            json.dump({"benchmark": "bench_service --scaling", "machine": machine, "partial": True, "rows": rows},
+            json.dump({"benchmark": "bench_service --scaling", "date": machine.get("date"), "machine": machine, "partial": True, "rows": rows},
                       f, indent=2)
 
-    result = {"benchmark": "bench_service --scaling", "machine": machine, "store": "postgresql",
+    result = {"benchmark": "bench_service --scaling", "date": machine.get("date"), "machine": machine, "store": "postgresql",
               "method": "per server: every question once into the store, --warmup s of the load, then a window "
                         "of --seconds s (the same for every client); requests completed in the window count; "
                         "speedup = median requests/s over the median of 1 process under the same load",

@@ -347,11 +347,43 @@ INTRO = [
 ]
 
 
+#: what the results files that no section above tabulates hold (listed with their machine and date)
+OTHER_RESULTS = {
+    "bench_sweep_16core_nospin.json": "a 16-core sweep run of the same code before `--spin` existed",
+    "bench_sweep_16core_run1.json": "the first 16-core run of the sharded sweep (before the locality order and the "
+                                    "per-share parse memo)",
+    "bench_sweep_16core_run2.json": "its repeat, back to back",
+    "bench_sweep_before.json": "`bench_sweep_before.py`: the sweep before the sharded rework (296e415) against after, "
+                               "interleaved, in CPU time",
+    "bench_sweep_perf26.json": "`bench_sweep_before.py`: the locality order and per-share parse memo against the code "
+                               "before them, in CPU time",
+    "bench_validate_kernels.json": "`bench_validate_kernels.py`: whole-kernel validation time and memory per corpus "
+                                   "kernel (docs/guides/validate-kernels.md)",
+    "validate_regression.json": "`validate` of the int8 conversion of Triton issue #3580 on every release 2.3 - 3.9 "
+                                "(docs/guides/validate-conversions.md)",
+    "validate_suite.json": "`benchmarks/validate_suite.py`: the conversion suite validated with Triton 3.6 - 3.9 on "
+                           "sm_80 and sm_90",
+    "validate_suite_legacy.json": "the same with Triton 2.3 - 3.5",
+}
+
+
+def other_results_section(cited: str) -> list[str]:
+    out = []
+    for p in sorted(RESULTS.glob("*.json")):
+        if f"results/{p.name}" in cited:
+            continue
+        d = json.loads(p.read_text())
+        what = OTHER_RESULTS.get(p.name, d.get("kind") or d.get("benchmark") or "")
+        out.append(f"- `results/{p.name}`: {what}; machine: {machine(d)}; date: {when(d)}.")
+    return (["## Other results", ""] + out + [""]) if out else []
+
+
 def render() -> str:
     parts = INTRO[:]
     for section in (prove_section, peers_section, nonf2_section, triton_sweep_section, sweep_section,
                     service_section, service_scaling_section, conversions_section):
         parts += section()
+    parts += other_results_section("\n".join(parts))
     while parts and not parts[-1]:
         parts.pop()
     return "\n".join(parts) + "\n"
