@@ -1,12 +1,15 @@
-"""The four routes that derived a layout's F2 bases agree, on a seeded sweep (issue 24).
+"""The one route to a layout's F2 bases (``Layout._derive_f2``), against the definition, on a
+seeded sweep (issue 24).
 
 Before the F2 derivation was made one route, bases were read four ways: ``Layout.f2_bases``
 (``L(2**i)`` by evaluation, checked against the whole table or proved by z3),
 ``f2.linearize`` (symbolically, bit by bit), ``table.f2_bases`` (the flat grid) and
-``Layout.from_table``'s detection (``_bases_from_table``). This test held them to one another,
-and to the definition evaluated by brute force, on layouts built every way (F2 bases,
-expressions of F2 maps, XOR swizzles, digits of powers of two, tables, non-linear maps); it
-ran on the code before the change and passed. It was then kept as the test of the one route.
+``Layout.from_table``'s detection (``_bases_from_table``). This test first held those four to
+one another and to the definition evaluated by brute force, on layouts built every way (F2
+bases, expressions of F2 maps, XOR swizzles, digits of powers of two, tables, non-linear maps),
+on the code before the change (commit 7a84e26), where it passed. Now it holds the one route, and
+each of its steps (the symbolic reading, the table reading, ``from_table``'s detection), to the
+definition.
 """
 from __future__ import annotations
 
@@ -17,8 +20,7 @@ import pytest
 
 from layoutverify.core import expr as E
 from layoutverify.core import f2 as F2
-from layoutverify.core import table as TABLE
-from layoutverify.core.layout import Layout, _bases_from_table, _table_from_bases
+from layoutverify.core.layout import Layout, _f2_of_table, _table_from_bases
 
 
 def _brute_bases(lay: Layout):
@@ -103,6 +105,7 @@ def test_f2_routes_agree(seed):
         if sym is not None:  # exact when it answers
             symbolic += 1
             assert sym == want
-        assert TABLE.f2_bases(lay) == want
-        assert _bases_from_table(lay.in_dims, lay.table()) == want
+        assert _f2_of_table(lay.in_dims, lay.table()) == want
+        detected = Layout.from_table(lay.in_dims, lay.out_dims, lay.table())
+        assert detected.f2_bases() == want and type(detected.map).__name__ == "F2Bases"
     assert checked > 150 and linear > 100 and symbolic > 60

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from layoutverify.core.fragment import Fragment
+from layoutverify.adapters.isa.fragment import Fragment
 
 CALC = "AMD Matrix Instruction Calculator 1.3.2 (gfx9 register rule)"
 

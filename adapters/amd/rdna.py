@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 from layoutverify.core.errors import UnsupportedError
 
-from layoutverify.core.fragment import Fragment
+from layoutverify.adapters.isa.fragment import Fragment
 
 CALC = "AMD Matrix Instruction Calculator 1.3.2"
 BITS = {"f16": 16, "bf16": 16, "iu8": 8, "fp8": 8, "bf8": 8, "iu4": 4, "f32": 32, "i32": 32}

@@ -19,6 +19,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Mapping, Sequence
 
+from layoutverify.core import f2 as F2
 from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedError
 from layoutverify.core.layout import Layout
 
@@ -89,36 +90,6 @@ def supremum(x: Sequence[str], y: Sequence[str]) -> list[str]:
             out.append(x[i])
         else:
             out.append(y[j])
-
-
-def make_layout(bases: Mapping[str, Sequence[Sequence[int]]], outs: Sequence[tuple[str, int]], *,
-                name: str | None = None) -> Layout:
-    """``Layout.from_bases(bases, outs, name=name)``, its checks done at C speed first (the full
-    constructor runs only to name what is wrong)."""
-    declared = {k: list(map(tuple, vs)) for k, vs in bases.items()}
-    outs = tuple(outs)
-    if declared and _checked(declared, outs):
-        return Layout._from_checked_bases(declared, outs, name=name)
-    return Layout.from_bases(declared, list(outs), name=name)
-
-
-def _checked(bases: Mapping[str, Sequence[tuple[int, ...]]], outs: Sequence[tuple[str, int]]) -> bool:
-    """Does ``Layout.from_bases(bases, outs)`` accept these as they are? (str names, distinct;
-    power-of-two int sizes; int bases with one entry per out dim, each inside its dim)"""
-    for n, s in outs:
-        if type(n) is not str or not n or type(s) is not int or s < 1 or s & (s - 1):
-            return False
-    if len({n for n, _ in outs}) != len(outs) or not all(type(k) is str and k for k in bases):
-        return False
-    every = [v for vs in bases.values() for v in vs]
-    if not every:
-        return True
-    if set(map(len, every)) != {len(outs)} or set(map(type, chain.from_iterable(every))) != {int}:
-        return False
-    for col, (_, size) in zip(zip(*every), outs):
-        if min(col) < 0 or max(col) >= size:
-            return False
-    return True
 
 
 def _is_subsequence(x: Sequence[str], y: Sequence[str]) -> bool:
@@ -273,29 +244,9 @@ class LL:
 
     def is_surjective(self) -> bool:
         """Do the bases span every out coordinate? (F2 rank == total out bits)"""
-        shifts, total = [], 0
-        for _, s in self.outs:
-            shifts.append(total)
-            total += log2(s)
-        rows = []
-        for vs in self.bases.values():
-            for v in vs:
-                x = 0
-                for d, c in enumerate(v):
-                    x |= c << shifts[d]
-                rows.append(x)
-        rank = 0
-        pivots: dict[int, int] = {}
-        for x in rows:
-            while x:
-                hb = x.bit_length() - 1
-                if hb in pivots:
-                    x ^= pivots[hb]
-                else:
-                    pivots[hb] = x
-                    rank += 1
-                    break
-        return rank == total
+        packing = F2.Packing.of([s for _, s in self.outs])
+        rows = [packing.pack(v) for vs in self.bases.values() for v in vs]
+        return F2.rank(rows) == packing.width
 
     def __eq__(self, other) -> bool:
         return isinstance(other, LL) and self.bases == other.bases and self.outs == other.outs
@@ -510,7 +461,7 @@ class LL:
         extra = [k for k in ll.bases if k not in in_dims]
         if extra:
             raise LayoutError(f"internal: unexpected in dims {extra}")
-        return make_layout({k: ll.bases.get(k, ()) for k in in_dims}, ll.outs, name=name)
+        return Layout.from_bases({k: ll.bases.get(k, ()) for k in in_dims}, ll.outs, name=name)
 
     @classmethod
     def from_layout(cls, layout: Layout) -> "LL":

@@ -92,7 +92,7 @@ class Native:
         return None if self.adapter_verdict is None else self.adapter_verdict == "equal"
 
     def to_json(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
+        return {k: v for k, v in vars(self).items() if v not in (None, "")}
 
 
 @dataclass

@@ -56,7 +56,7 @@ import numpy as np
 from layoutverify.core import expr as E
 from layoutverify.core import result as R
 from layoutverify.core.errors import LayoutError
-from layoutverify.core.layout import Layout
+from layoutverify.core.layout import Digits, Layout
 
 
 class NotDigitLinear(Exception):
@@ -253,11 +253,8 @@ class DigitForm:
         self.cuts = cuts
         self._own = None
 
-    def __reduce__(self):
-        return _dropped, ()  # rebuilt from the layout after unpickling (see _SLOT)
-
     @classmethod
-    def of_digits(cls, lay: Layout, declared) -> "DigitForm":
+    def of_digits(cls, lay: Layout, declared: Digits) -> "DigitForm":
         """The digit form of a layout made from digits (:meth:`Layout.from_digits`): the same as
         ``DigitForm(lay, forms)`` with the forms its expressions would give (each digit
         ``(x // p) % r`` is the window ``(x, p, p r)``), without building either."""
@@ -265,7 +262,7 @@ class DigitForm:
         df.out_names, df.out_sizes = lay.out_names, lay.out_sizes
         df.sizes = dict(lay.in_dims)
         nout = df.nout = len(lay.out_dims)
-        offset, digits = declared
+        offset, digits = declared.offset, declared.digits
         df.offset = offset
         windows: list[dict] = [{} for _ in range(nout)]
         cuts = {n: {1, s} for n, s in lay.in_dims}
@@ -340,35 +337,22 @@ class DigitForm:
         return out
 
 
-#: the memo slot of :func:`digit_form` in the layout's ``__dict__``: a :class:`DigitForm`, or
-#: ``False`` when there is none (a pickled layout drops a ``DigitForm``, which reads back as
-#: ``None``: built again on first use). On the layout, not in a weak table: no callback when it dies.
-_SLOT = "_digit_form"
-
-
+@Layout.derive("digit_form")
 def digit_form(lay: Layout) -> DigitForm | None:
-    """The layout's digit form (memoised on the layout), or ``None`` when it is not digit-linear
-    or its place values do not form a chain."""
-    df = lay.__dict__.get(_SLOT)
-    if df is not None:
-        return df or None
+    """The layout's digit form (derived data of the layout: ``lay.digit_form``), or ``None``
+    when it is not digit-linear or its place values do not form a chain."""
     try:
-        declared = lay.__dict__.get("_declared_digits")
-        df = DigitForm(lay, _forms(lay)) if declared is None else DigitForm.of_digits(lay, declared)
+        m = lay.map
+        df = DigitForm.of_digits(lay, m) if type(m) is Digits else DigitForm(lay, _forms(lay))
         if df.own_digits() is None:
             df = None
     except NotDigitLinear:
         df = None
-    lay.__dict__[_SLOT] = False if df is None else df
     return df
 
 
-def _dropped() -> None:
-    return None
-
-
 def is_digit_linear(lay: Layout) -> bool:
-    return digit_form(lay) is not None
+    return lay.digit_form is not None
 
 
 # -- images ------------------------------------------------------------------------------------
@@ -632,7 +616,7 @@ def _candidate_diff(pair: R.Pair, fa: DigitForm, fb: DigitForm, names) -> dict |
 def compare_radix(pair: R.Pair) -> R.Result | None:
     """Decide ``pair`` on the mixed-radix normal form, or ``None`` when it cannot (see the
     module docstring). Raises :class:`LayoutError` for a layout that leaves its shape."""
-    fa, fb = digit_form(pair.a), digit_form(pair.b)
+    fa, fb = pair.a.digit_form, pair.b.digit_form
     if fa is None or fb is None:
         return None
     da, db = fa.own_digits(), fb.own_digits()
