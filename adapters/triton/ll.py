@@ -245,8 +245,7 @@ class LL:
     def is_surjective(self) -> bool:
         """Do the bases span every out coordinate? (F2 rank == total out bits)"""
         packing = F2.Packing.of([s for _, s in self.outs])
-        rows = [packing.pack(v) for vs in self.bases.values() for v in vs]
-        return F2.rank(rows) == packing.width
+        return F2.rank(packing.pack_all([v for vs in self.bases.values() for v in vs])) == packing.width
 
     def __eq__(self, other) -> bool:
         return isinstance(other, LL) and self.bases == other.bases and self.outs == other.outs

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from layoutverify.core import normalform as NF
 from layoutverify.core import result as R
-from layoutverify.core.compare import answer
+from layoutverify.core.compare import compare
 from layoutverify.core.errors import LayoutError
 from layoutverify.core.layout import Layout
 
@@ -20,7 +21,7 @@ from layoutverify.core.layout import Layout
 def canonical_key(lay: Layout) -> tuple | None:
     """A hashable description of the map (equal keys = equal layouts), or ``None`` when the
     layout has no cheap exact form (then pairs with it are always compared)."""
-    key = lay.normal_form.key
+    key = NF.of(lay).key
     return None if key is None else key.value
 
 
@@ -58,4 +59,4 @@ class Prover:
         """The verdict on ``a`` against ``b``, as :func:`~layoutverify.core.compare.compare` gives it."""
         if len(self.done) >= self.max_memo:
             self.done.clear()
-        return answer(a, b, self.method, self.timeout_ms, None, self.done)
+        return compare(a, b, method=self.method, timeout_ms=self.timeout_ms, memo=self.done)

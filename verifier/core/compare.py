@@ -44,8 +44,8 @@ which the corpus check, snapshots, sweeps and the service use) answers through :
    of each layout, built once) decide wherever the strategy named in ``method`` would: equal
    keys prove ``equal``; the F2 spans, coalesced digits and images decide the other verdicts. Such
    a verdict's witness is built on first access by that strategy (:meth:`Result.proved`), which
-   must reach the same verdict. Two layouts given by the same F2 bases are the same map (Triton's
-   own equality) without building either normal form.
+   must reach the same verdict. Two layouts given by the same F2 bases over the same dims are the
+   same map (Triton's own equality) without building either normal form.
 2. Otherwise: different kinds or logical dims (methods ``kinds``, ``shape``); for ``auto`` the
    same expressions over the same hardware dims (method ``identical``); else the strategy.
 
@@ -72,40 +72,56 @@ _new = object.__new__
 
 
 def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_000,
-            smt2: str | None = None) -> Result:
+            smt2: str | None = None, memo: dict | None = None) -> Result:
     """Compare ``a`` and ``b`` (see the module docstring for verdicts, strategies and the path).
 
     ``timeout_ms`` limits each solver query; ``smt2`` names a file to receive every z3 query as
     SMT-LIB2 (with the z3 strategy's answers as comments). When another strategy decides and
-    ``smt2`` is given, the z3 strategy also runs, to write the file, and must agree.
+    ``smt2`` is given, the z3 strategy also runs, to write the file, and must agree. ``memo`` (a
+    dict) keeps strategy results by the pair of canonical keys and the method: a later pair of
+    the same two maps gets that result (:func:`layoutverify.core.batch.prove_many`).
     """
-    return answer(a, b, method, timeout_ms, smt2, None)
-
-
-def answer(a: Layout, b: Layout, method: str, timeout_ms: int, smt2: str | None, memo: dict | None) -> Result:
-    """:func:`compare`, with ``memo`` (a dict, or ``None``) keeping strategy results by the pair
-    of canonical keys and the method: a pair whose maps were compared before by a strategy gets
-    that result (:func:`layoutverify.core.batch.prove_many`)."""
-    if method == "auto" and smt2 is None:
+    if method == "auto" and smt2 is None:  # step 1: the normal forms (the hot path of sweeps)
         try:
-            proved = _on_normal_forms(a, b)
+            na, nb = a.normal_form, b.normal_form  # (kept by each layout once built)
         except AttributeError:
-            if isinstance(a, Layout) and isinstance(b, Layout):
-                raise
-            proved = None  # not layouts: refused below
+            na = nb = None
+        if na is None:  # not built yet: the same bases over the same dims need none (Triton's equality)
+            if not (isinstance(a, Layout) and isinstance(b, Layout)):
+                proved = None  # refused below
+            elif type(a.map) is F2Bases and a.map == b.map and a.out_dims == b.out_dims:
+                proved = _EQUAL_F2
+            else:
+                na, nb = _normal_form(a), _normal_form(b)
+        if na is not None:
+            ka = na.key
+            if ka is not None and ka is nb.key:  # one interned key: the same map (and head)
+                r = _new(Result)
+                r.verdict, r.method = na.equal
+                return r
+            proved = _decide_other_keys(na, nb) if na.head is nb.head else None  # (heads interned)
         if proved is not None:
             r = _new(Result)
             r.verdict, r.method = proved
             if proved[0] != "equal":  # the strategy builds the counterexample when asked
                 r._build = (_strategy_result, a, b, timeout_ms)
             return r
+    return _by_strategy(a, b, method, timeout_ms, smt2, memo)
+
+
+_EQUAL_F2, _decide_other_keys, _normal_form = NF.EQUAL_F2, NF.decide_other_keys, NF.of
+
+
+def _by_strategy(a: Layout, b: Layout, method: str, timeout_ms: int, smt2: str | None, memo: dict | None) -> Result:
+    """Step 2 of the path: the pre-strategy verdicts, then the strategy (from ``memo`` where the
+    same two maps were compared before)."""
     if not isinstance(a, Layout) or not isinstance(b, Layout):
         raise LayoutError("compare needs two Layout objects")
     if method not in METHODS:
         raise LayoutError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     key = None
     if memo is not None and smt2 is None:
-        ka, kb = a.normal_form.key, b.normal_form.key
+        ka, kb = _normal_form(a).key, _normal_form(b).key
         if ka is not None and kb is not None:
             key = (ka, kb, method)
             res = memo.get(key)
@@ -119,20 +135,6 @@ def answer(a: Layout, b: Layout, method: str, timeout_ms: int, smt2: str | None,
     if key is not None and res.verdict != "unknown":
         memo[key] = res
     return res
-
-
-def _on_normal_forms(a: Layout, b: Layout):
-    """Step 1 of the path: ``(verdict, method)`` proved on the normal forms, or ``None``."""
-    ma, mb = a.map, b.map
-    if type(ma) is F2Bases and ma == mb and a.out_dims == b.out_dims:
-        return NF.EQUAL_F2  # the same bases over the same dims: the same map
-    na, nb = a.normal_form, b.normal_form
-    if na.head is not nb.head:  # (heads interned) other kinds or logical dims: step 2
-        return None
-    ka = na.key
-    if ka is not None and ka is nb.key:  # one interned key: the same map
-        return na.equal
-    return NF.decide_other_keys(na, nb)
 
 
 def _strategy_result(a: Layout, b: Layout, timeout_ms: int) -> Result:
@@ -176,7 +178,7 @@ def _decide(pair: Pair, method: str, timeout_ms: int, smt2: str | None) -> Resul
         declared = type(a.map) is F2Bases and type(b.map) is F2Bases
         res = None if declared else RADIX.compare_radix(pair)
         if res is None:
-            if a.f2_data is not None and b.f2_data is not None:
+            if NF.f2_data(a) is not None and NF.f2_data(b) is not None:
                 res = compare_f2(pair)
             elif max(a.in_size(), b.in_size()) <= TABLE.TABLE_FALLBACK:
                 res = TABLE.compare_table(pair)
@@ -204,7 +206,7 @@ def _decide(pair: Pair, method: str, timeout_ms: int, smt2: str | None) -> Resul
 # -- F2 ---------------------------------------------------------------------------------------
 def compare_f2(pair: Pair) -> Result:
     """Decide by GF(2) linear algebra on the bases (both layouts must be F2-linear)."""
-    da, db = pair.a.f2_data, pair.b.f2_data
+    da, db = NF.f2_data(pair.a), NF.f2_data(pair.b)
     if da is None or db is None:
         which = " and ".join(s for s, d in (("A", da), ("B", db)) if d is None)
         raise UnsupportedError(f"the f2 method needs F2-linear layouts; {which} is not")

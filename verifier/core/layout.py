@@ -35,12 +35,12 @@ table (:meth:`Layout.table`); the F2 form (:attr:`Layout.f2_form`) is derived by
 
 **Derived data.** A layout never changes once built, so whatever is computed from it alone is
 computed once and kept by the layout: its expressions and table, its F2 form, fingerprint, and
-the forms other core modules read (the comparison's normal form, the digit form, the solver's
-terms). :class:`derived` is the one mechanism: an attribute computed on first read and stored on
-the layout; modules that own a derivation register it with :meth:`Layout.derive`
-(``Layout.derived_names()`` lists them). No other module reads or writes a layout's attributes
-behind this mechanism. Derived values are dropped when a layout is pickled or copied and built
-again on first read.
+the forms other core modules read (the comparison's normal form, the digit form, the packed F2
+bases, the solver's facts). :class:`derived` is the one mechanism: a value kept in the
+instance attribute of its name, written only here; modules that own a derivation register it
+with :meth:`Layout.derive` (``Layout.derived_names()`` lists them all). No other module reads
+or writes a layout's ``__dict__``. Derived values are dropped when a layout is pickled or copied
+and computed again on demand.
 """
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ import json
 import math
 import numbers
 from dataclasses import dataclass
+from itertools import chain
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -80,10 +81,17 @@ def log2(n: int) -> int:
 
 
 def _norm_dims(dims, what: str) -> tuple[tuple[str, int], ...]:
-    if (type(dims) is tuple or type(dims) is list) and all(
-            type(p) is tuple and len(p) == 2 and type(p[0]) is str and p[0] and type(p[1]) is int and p[1] > 0
-            for p in dims) and len({p[0] for p in dims}) == len(dims):
-        return tuple(dims)  # already (name, positive int size) pairs with distinct names
+    if type(dims) is tuple or type(dims) is list:  # already (name, positive int size) pairs, names distinct?
+        seen = set()
+        for p in dims:
+            if type(p) is not tuple or len(p) != 2:
+                break
+            n, s = p
+            if type(n) is not str or not n or type(s) is not int or s < 1 or n in seen:
+                break
+            seen.add(n)
+        else:
+            return tuple(dims)
     if isinstance(dims, Mapping):
         dims = list(dims.items())
     out = []
@@ -106,8 +114,10 @@ def _norm_dims(dims, what: str) -> tuple[tuple[str, int], ...]:
 
 def _logical(out_dims) -> tuple[tuple[str, int], ...]:
     """Logical dims from ``(name, size)`` pairs or from a shape (``[64, 32]``)."""
-    if out_dims and isinstance(next(iter(out_dims)), (int, np.integer)):
-        out_dims = logical_dims(out_dims)
+    if out_dims:
+        first = out_dims[0] if type(out_dims) is tuple or type(out_dims) is list else next(iter(out_dims))
+        if type(first) is not tuple and isinstance(first, (int, np.integer)):
+            out_dims = logical_dims(out_dims)
     return _norm_dims(out_dims, "logical")
 
 
@@ -152,22 +162,20 @@ class F2Bases(LayoutMap):
 
     def checked(self, in_dims, out_dims) -> "F2Bases":
         for n, s in out_dims:
-            if not is_pow2(s):
+            if s & (s - 1):
                 raise LayoutError(f"F2 layouts need power-of-two sizes; logical dim {n!r} has size {s}")
-        names = [n for n, _ in in_dims]
-        pairs = self.bases.items() if isinstance(self.bases, Mapping) else self.bases
-        out, every = [], []
-        for n, vecs in pairs:
-            vecs = tuple(v if type(v) is tuple and all(type(c) is int for c in v) else tuple(map(int, v))
-                         for v in vecs)
-            out.append((n, vecs))
-            every.extend(vecs)
-        if [n for n, _ in out] != names or any(s != 1 << len(vs) for (_, s), (_, vs) in zip(in_dims, out)):
+        pairs = self.bases if type(self.bases) is tuple else tuple(self.bases.items())
+        every = [v for _, vs in pairs for v in vs]
+        if not (set(map(type, every)) <= _TUPLE and set(map(type, chain.from_iterable(every))) <= _INT
+                and set(map(type, [vs for _, vs in pairs])) <= _TUPLE):
+            pairs = tuple([(n, tuple([tuple(map(int, v)) for v in vs])) for n, vs in pairs])
+            every = [v for _, vs in pairs for v in vs]
+        if tuple([(n, 1 << len(vs)) for n, vs in pairs]) != in_dims:
             raise LayoutError(f"the hardware dims {[list(d) for d in in_dims]} are not those of the bases "
-                              f"({[[n, 1 << len(vs)] for n, vs in out]})")
+                              f"({[[n, 1 << len(vs)] for n, vs in pairs]})")
         if every and not _inside(every, out_dims):  # the fast check failed: find the culprit
             nout = len(out_dims)
-            for in_name, vecs in out:
+            for in_name, vecs in pairs:
                 for v in vecs:
                     if len(v) != nout:
                         raise LayoutError(f"basis {list(v)} of {in_name!r} has {len(v)} entries, expected {nout} "
@@ -176,7 +184,7 @@ class F2Bases(LayoutMap):
                         if c < 0 or c >= out_dims[d][1]:
                             raise LayoutError(f"basis {list(v)} of {in_name!r} is outside logical dim "
                                               f"{out_dims[d][0]!r} of size {out_dims[d][1]}")
-        return F2Bases(tuple(out))
+        return self if pairs is self.bases else F2Bases(pairs)
 
     def to_exprs(self, in_dims, out_dims) -> tuple[E.Expr, ...]:
         """``dim_d = XOR_i ((x >> i) & 1) * basis_i[d]`` over every hardware dim ``x``."""
@@ -194,10 +202,12 @@ class F2Bases(LayoutMap):
         return _table_from_bases(in_dims, dict(self.bases), nout)
 
 
+_INT, _TUPLE = frozenset({int}), frozenset({tuple})
+
+
 def _inside(vecs: Sequence[tuple[int, ...]], out_dims: Sequence[tuple[str, int]]) -> bool:
     """Does every basis vector have one entry per logical dim, each in ``[0, size)``?"""
-    nout = len(out_dims)
-    if any(len(v) != nout for v in vecs):
+    if set(map(len, vecs)) != {len(out_dims)}:
         return False
     for col, (_, size) in zip(zip(*vecs), out_dims):
         if min(col) < 0 or max(col) >= size:
@@ -328,15 +338,17 @@ class Table(LayoutMap):
 
 # -- derived data ---------------------------------------------------------------------------------
 class derived:
-    """Derived data of a layout: ``layout.<name>`` is ``fn(layout)``, computed on the first read
-    and then kept by the layout (later reads are plain attribute reads; this descriptor is not
-    consulted again).
+    """Derived data of a layout: a value computed from the layout's defining data (dims, map),
+    once, and kept by the layout in the instance attribute of its name.
 
-    The one mechanism by which data is memoised on a layout. ``fn`` reads only the layout's
-    defining data (dims, map) and other derived data; a derivation that raises keeps nothing (the
-    next read raises again). Values are dropped by pickling and copying (:meth:`Layout.__getstate__`).
-    Two threads reading a value for the first time at once may both compute it; both get equal
-    values, and one is kept."""
+    The one mechanism by which data is memoised on a layout; only this module writes it. Two
+    ways to declare a derived value: this descriptor, for the layout's own (``exprs``, the table,
+    the F2 form, the fingerprint, the dim names: computed on the first read of the attribute),
+    and :meth:`Layout.derive`, for a value another core module owns (its normal form, digit form,
+    packed F2 bases, solver facts: computed by the first call of the registered reader). Either
+    way a derivation that raises keeps nothing (the next read raises again); every derived value
+    is dropped by pickling and copying (:meth:`Layout.__getstate__`) and computed again on
+    demand; two threads computing one value at once both get equal values, and one is kept."""
 
     def __init__(self, fn: Callable, name: str | None = None):
         self.fn = fn
@@ -354,12 +366,14 @@ class derived:
 
 
 _KEEP = frozenset({"in_dims", "out_dims", "map"})  # the defining data: written once, never again
+_MISSING = object()
 
 
 class Layout:
     """A layout ``L: hardware -> logical`` in canonical form (see the module docstring).
 
-    ``Layout(in_dims, out_dims, map)``: ``in_dims`` / ``out_dims`` are ``(name, size)`` pairs,
+    ``Layout(in_dims, out_dims, map)``: ``in_dims`` / ``out_dims`` are ``(name, size)`` pairs
+    (``out_dims`` may be a shape, ``[64, 32]``: ``dim0, dim1, ...``),
     ``map`` an :class:`F2Bases`, :class:`Digits`, :class:`Exprs` or :class:`Table` (or a sequence
     of expressions, one per logical dim). Immutable: the dims and the map are set once; only the
     display ``name`` may change. The class methods :meth:`from_bases`, :meth:`from_digits`,
@@ -370,7 +384,7 @@ class Layout:
 
     def __init__(self, in_dims, out_dims, map, *, name: str | None = None):
         in_dims = _norm_dims(in_dims, "hardware")
-        out_dims = _norm_dims(out_dims, "logical")
+        out_dims = _logical(out_dims)
         if not in_dims:
             raise LayoutError("a layout needs at least one hardware dim")
         if not isinstance(map, LayoutMap):
@@ -381,8 +395,9 @@ class Layout:
             raise LayoutError("a layout needs at least one logical dim")
         if type(map) is not F2Bases:
             map = map.checked(in_dims, out_dims)
-        d = self.__dict__
-        d["in_dims"], d["out_dims"], d["map"], d["name"] = in_dims, out_dims, map, name
+        # written past the guard of __setattr__, in one update: the instance dict is then a plain
+        # (combined) dict, whose attributes CPython reads fastest
+        self.__dict__.update(in_dims=in_dims, out_dims=out_dims, map=map, name=name)
 
     def __setattr__(self, key, value):
         # Immutable once built (layouts are shared through caches, e.g. the adapters' parse
@@ -401,18 +416,26 @@ class Layout:
 
     @classmethod
     def derive(cls, name: str):
-        """Decorator registering ``fn(layout)`` as the derivation of ``layout.<name>`` (see
-        :class:`derived`): the module that owns a derivation declares it this way. The decorated
-        name then reads the kept value (``fn(lay)`` is ``lay.<name>``)."""
+        """Decorator registering ``fn(layout)`` as the derivation of the derived value ``name``,
+        owned by another module: the decorated name becomes its reader, ``fn(lay)`` returns the
+        value kept by ``lay`` (computed by the first call). Once computed it is also the plain
+        attribute ``lay.<name>`` (a hot path reads it so, catching :class:`AttributeError` for a
+        value not computed yet); there is no class attribute of that name, so that reading it
+        stays a plain instance-attribute read."""
         def register(fn):
             have = cls._DERIVED.get(name)
             if have is not None and (have.__module__, have.__qualname__) != (fn.__module__, fn.__qualname__):
                 raise ValueError(f"derived data {name!r} is already registered")
+            if have is None and name in vars(cls):
+                raise ValueError(f"{name!r} is an attribute of Layout")
             cls._DERIVED[name] = fn
-            setattr(cls, name, derived(fn, name))
 
             def read(lay):
-                return getattr(lay, name)
+                d = lay.__dict__
+                value = d.get(name, _MISSING)
+                if value is _MISSING:
+                    value = d[name] = fn(lay)
+                return value
             read.__name__, read.__qualname__, read.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
             read.__module__, read.__wrapped__ = fn.__module__, fn
             return read
@@ -484,8 +507,8 @@ class Layout:
         its set bits. Each hardware dim has size ``2**len(bases[in_dim])``. ``out_dims`` is a
         shape (``[16, 16]``) or ``(name, size)`` pairs; sizes must be powers of two.
         """
-        pairs = tuple((k, vs if type(vs) is tuple else tuple(vs)) for k, vs in bases.items())
-        return cls(tuple((k, 1 << len(vs)) for k, vs in pairs), _logical(out_dims), F2Bases(pairs), name=name)
+        pairs = tuple([(k, tuple(map(tuple, vs))) for k, vs in bases.items()])
+        return cls(tuple([(k, 1 << len(vs)) for k, vs in pairs]), out_dims, F2Bases(pairs), name=name)
 
     @classmethod
     def from_digits(cls, in_dims, out_dims, digits: Sequence[tuple[str, int, int, Sequence[int]]], *,
@@ -498,7 +521,7 @@ class Layout:
         must divide the dim's size; a dim's digits may leave parts of it unread (broadcast).
         ``offset`` is the logical coordinate of the origin (zeros by default).
         """
-        return cls(in_dims, _logical(out_dims), Digits(offset, tuple(digits)), name=name)
+        return cls(in_dims, out_dims, Digits(offset, tuple(digits)), name=name)
 
     @classmethod
     def from_modes(cls, in_dims, out_dims, modes: Mapping[str, Sequence[tuple[int, Mapping[str, int] | Sequence[int]]]],
@@ -550,7 +573,7 @@ class Layout:
         of flat hardware index ``k`` (first hardware dim fastest). An F2-linear table becomes an
         F2 layout (:class:`F2Bases`) unless ``detect_f2`` is false (tests use it to exercise the
         non-F2 paths on F2 maps)."""
-        lay = cls(in_dims, _logical(out_dims), Table(table), name=name)
+        lay = cls(in_dims, out_dims, Table(table), name=name)
         if detect_f2 and lay.all_pow2:
             bases = _f2_of_table(lay.in_dims, lay.map.values)
             if bases is not None:

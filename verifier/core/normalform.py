@@ -97,25 +97,47 @@ def f2_data(lay: Layout) -> F2Data | None:
 
 
 class F2Part:
-    __slots__ = ("data", "key", "span", "reg", "tred")
+    """The F2 part of a normal form. The key (the bases over the hardware dims of size > 1,
+    sorted by name, with the logical dims) is built with it; what only a verdict on two different
+    keys reads is built by the first such verdict (:meth:`rest`; ``span`` is ``_UNSET`` until
+    then): the image as a reduced echelon basis (``span``), the register span likewise (``reg``),
+    and every thread basis reduced modulo the register span (``tred``: the canonical
+    representative of its coset)."""
 
-    def __init__(self, nf: "NormalForm", data: F2Data):
-        self.data = data
+    __slots__ = ("key", "span", "reg", "tred", "_src")
+
+    def __init__(self, nf: "NormalForm", lay: Layout, f2: F2Bases):
+        b = dict(f2.bases)
+        self.key = _intern(("f2", nf.sizes, nf.out_dims, tuple((n, b.get(n, ())) for n, _ in nf.sizes)))
+        self.span = _UNSET
+        self._src = (nf.threads, weakref.ref(lay))
+
+    def rest(self):
+        """Build the spans, once; return the image token (``None``: the layout is gone)."""
+        src = self._src
+        if src is None:  # another thread built them (``span`` is set before ``_src`` is dropped)
+            return self.span
+        threads, ref = src
+        lay = ref()
+        if lay is None:
+            return None
+        data = f2_data(lay)
         b = data.bases
-        self.key = _intern(("f2", nf.sizes, nf.out_dims, tuple((n, tuple(b.get(n, ()))) for n, _ in nf.sizes)))
         if all(v & (v - 1) == 0 for vs in b.values() for v in vs):
-            self._unit_vectors(nf, b)
-            return
-        reg_rows = F2.pivot_rows(b.get(REGISTER, ()))
-        rows = F2.pivot_rows((v for n, vs in b.items() if n != REGISTER for v in vs), reg_rows)
-        full = data.packing.full
-        # a span of every logical bit (a bijective layout: swizzled shared) is all bits, reduced
-        self.span = _intern(_bits_high_first(full) if len(rows) == full.bit_length() else tuple(F2.rref(rows)))
-        reg = F2.rref(reg_rows)
-        self.reg = _intern(tuple(reg))
-        self.tred = _intern(tuple((n, tuple(F2.reduce(v, reg) for v in b.get(n, ()))) for n, _ in nf.threads))
+            self._unit_vectors(threads, b)
+        else:
+            reg_rows = F2.pivot_rows(b.get(REGISTER, ()))
+            rows = F2.pivot_rows((v for n, vs in b.items() if n != REGISTER for v in vs), reg_rows)
+            full = data.packing.full
+            reg = F2.rref(reg_rows)
+            self.reg = _intern(tuple(reg))
+            self.tred = _intern(tuple((n, tuple(F2.reduce(v, reg) for v in b.get(n, ()))) for n, _ in threads))
+            # a span of every logical bit (a bijective layout: swizzled shared) is all bits, reduced
+            self.span = _intern(_bits_high_first(full) if len(rows) == full.bit_length() else tuple(F2.rref(rows)))
+        self._src = None
+        return self.span
 
-    def _unit_vectors(self, nf: "NormalForm", b: dict) -> None:
+    def _unit_vectors(self, threads, b: dict) -> None:
         """The spans when every basis is 0 or one logical bit (a permutation of bits with
         broadcasts: blocked, MMA, MFMA, dot_op, slice layouts). The reduced echelon basis of
         such a span is its set of bits, highest first, and reducing modulo it clears those bits:
@@ -128,10 +150,10 @@ class F2Part:
             if n != REGISTER:
                 for v in vs:
                     mask |= v
-        self.span = _intern(_bits_high_first(mask))
         self.reg = _intern(_bits_high_first(reg_mask))
         keep = ~reg_mask
-        self.tred = _intern(tuple((n, tuple(v & keep for v in b.get(n, ()))) for n, _ in nf.threads))
+        self.tred = _intern(tuple((n, tuple(v & keep for v in b.get(n, ()))) for n, _ in threads))
+        self.span = _intern(_bits_high_first(mask))
 
 
 def _bits_high_first(mask: int) -> tuple[int, ...]:
@@ -329,7 +351,7 @@ class NormalForm:
         self.head = _intern((self.kind, self.out_dims))  # layouts with other heads: shape / kind verdicts
         self.sizes = tuple(sorted((n, s) for n, s in lay.in_dims if s > 1))
         self.threads = tuple((n, s) for n, s in self.sizes if n != REGISTER)
-        self.size_token, self.thread_token = _intern(self.sizes), _intern(self.threads)
+        self.size_token = self.thread_token = _UNSET  # built by the first verdict on another key (tokens())
         self.has_register = REGISTER in lay.in_names
         self.declared = type(lay.map) is F2Bases
         self.error = False
@@ -346,6 +368,10 @@ class NormalForm:
     def _lay(self) -> Layout:
         return self.layout()
 
+    def tokens(self) -> None:
+        """Intern the hardware sizes and thread sizes (read only by verdicts on different keys)."""
+        self.size_token, self.thread_token = _intern(self.sizes), _intern(self.threads)
+
     @property
     def f2(self) -> F2Part | None:
         if self._f2 is _UNSET:
@@ -353,8 +379,8 @@ class NormalForm:
             if lay is None:  # a shallow copy outlived the layout: leave the pair to the strategies
                 return None
             try:
-                d = lay.f2_data
-                self._f2 = None if d is None else F2Part(self, d)
+                f2 = lay.f2_form
+                self._f2 = None if f2 is None else F2Part(self, lay, f2)
             except LayoutError:
                 self.error, self._f2 = True, None
         return self._f2
@@ -367,7 +393,7 @@ class NormalForm:
                 return None
             part = None
             try:
-                df = lay.digit_form
+                df = RADIX.digit_form(lay)
                 if df is not None:
                     if any(m >= s for m, s in zip(df.maximum(), lay.out_sizes)):
                         self.error = True  # compare_radix raises the error with its message
@@ -388,7 +414,7 @@ def of(lay: Layout) -> NormalForm:
 def prepare(lay: Layout) -> Layout:
     """Build ``lay``'s normal form now (it is otherwise built by the first comparison) and return
     ``lay``."""
-    lay.normal_form
+    of(lay)
     return lay
 
 
@@ -434,8 +460,19 @@ def _decide_f2(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
 
 def _f2_verdict(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
     """The verdict on two F2 parts of different keys: their images, then per-thread sets."""
-    if fa.span is not fb.span:
+    ia, ib = fa.span, fb.span  # (interned: equal spans are one token)
+    if ia is _UNSET:
+        ia = fa.rest()
+    if ib is _UNSET:
+        ib = fb.rest()
+    if ia is None or ib is None:
+        return None
+    if ia is not ib:
         return DIFFERENT_F2
+    if na.thread_token is _UNSET:
+        na.tokens()
+    if nb.thread_token is _UNSET:
+        nb.tokens()
     if not (na.has_register or nb.has_register) or na.thread_token is not nb.thread_token:
         return NOT_EQUAL_F2
     if fa.reg is not fb.reg or fa.tred is not fb.tred:
@@ -455,6 +492,10 @@ def _decide_radix(na: NormalForm, nb: NormalForm, ra: RadixPart, rb: RadixPart):
         return DIFFERENT_RADIX
     if ra.key is rb.key:  # (the layouts' keys may be of other parts)
         return EQUAL_RADIX
+    if na.size_token is _UNSET:
+        na.tokens()
+    if nb.size_token is _UNSET:
+        nb.tokens()
     if (na.size_token is nb.size_token and not _one_chain(ra.cut_token, rb.cut_token, ra, rb, na.sizes)
             and not _differ_at_a_cut(ra, rb, na.sizes)):
         return None  # no common chain and no difference at a place value: left to the strategies

@@ -352,7 +352,7 @@ def digit_form(lay: Layout) -> DigitForm | None:
 
 
 def is_digit_linear(lay: Layout) -> bool:
-    return lay.digit_form is not None
+    return digit_form(lay) is not None
 
 
 # -- images ------------------------------------------------------------------------------------
@@ -616,7 +616,7 @@ def _candidate_diff(pair: R.Pair, fa: DigitForm, fb: DigitForm, names) -> dict |
 def compare_radix(pair: R.Pair) -> R.Result | None:
     """Decide ``pair`` on the mixed-radix normal form, or ``None`` when it cannot (see the
     module docstring). Raises :class:`LayoutError` for a layout that leaves its shape."""
-    fa, fb = pair.a.digit_form, pair.b.digit_form
+    fa, fb = digit_form(pair.a), digit_form(pair.b)
     if fa is None or fb is None:
         return None
     da, db = fa.own_digits(), fb.own_digits()
