@@ -61,6 +61,8 @@ BITS = {"f32": 32, "xf32": 32, "f16": 16, "bf16": 16, "i8": 8, "fp8": 8, "bf8": 
 
 @dataclass(frozen=True)
 class Mfma:
+    """One CDNA MFMA instruction: ``D (m x n) = A (m x k) * B (k x n) + C`` per block, with its operand
+    types, block count and the CDNA generations that have it."""
     name: str                  #: canonical mnemonic
     archs: tuple[str, ...]     #: CDNA generations that have it
     m: int

@@ -57,6 +57,7 @@ class OurBackend(syntax.Backend):
         self.text = text
 
     def kind_of(self, v):
+        """``reg``, ``shared`` or ``swizzle`` for our model's values, ``None`` otherwise."""
         if isinstance(v, reg.RegisterModes):
             return "reg"
         if isinstance(v, sh.SharedModes):
@@ -66,6 +67,8 @@ class OurBackend(syntax.Backend):
         return None
 
     def call(self, name, b, node):
+        """Call Tilus function ``name`` with bound arguments ``b`` on our models (:mod:`.register`,
+        :mod:`.shared`); errors located at ``node``."""
         fns = {
             "spatial": lambda: reg.spatial(*b["shape"], ranks=b["ranks"]),
             "local": lambda: reg.local(*b["shape"], ranks=b["ranks"]),
@@ -103,6 +106,8 @@ class OurBackend(syntax.Backend):
         return syntax.wrap_errors(self.text, node, fns[name])
 
     def method(self, kind, name, recv, b, node):
+        """Method ``name`` of a model value (register chains ``.local(...)``, ``.spatial(...)``,
+        ``.reduce_to``; shared ``apply_swizzle``, ``permute``, ...)."""
         if kind == "reg":
             if name == "reduce_to":
                 return syntax.wrap_errors(self.text, node, reg.reduce_to, recv, b["shape"])

@@ -156,26 +156,32 @@ class RegisterModes:
     # -- attributes ------------------------------------------------------------------------------
     @property
     def rank(self) -> int:
+        """The number of tensor dims."""
         return len(self.shape)
 
     @property
     def mode_shape(self) -> tuple:
+        """The mode sizes, in mode order."""
         return tuple(n for _, n in self.modes)
 
     @property
     def spatial_shape(self) -> tuple:
+        """The sizes of the thread modes, most significant first (a replication ``-r`` counts ``r``)."""
         return tuple(-m if m < 0 else self.modes[m][1] for m in self.spatial)
 
     @property
     def local_shape(self) -> tuple:
+        """The sizes of the local modes, most significant first."""
         return tuple(self.modes[m][1] for m in self.local)
 
     @property
     def num_threads(self) -> int:
+        """Threads of the layout: the product of the spatial shape."""
         return _prod(self.spatial_shape)
 
     @property
     def local_size(self) -> int:
+        """Locals (registers) per thread: the product of the local shape."""
         return _prod(self.local_shape)
 
     def groups(self) -> list[list[int]]:

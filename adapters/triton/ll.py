@@ -127,16 +127,19 @@ class LL:
     # -- constructors -------------------------------------------------------------------------
     @classmethod
     def empty(cls) -> "LL":
+        """The layout with no in or out dims (the unit of the product)."""
         return cls({}, [])
 
     @classmethod
     def identity1d(cls, size: int, in_dim: str, out_dim: str) -> "LL":
+        """``identity1D(size, in, out)``: ``in = x`` maps to ``out = x`` (bases ``1, 2, 4, ...``)."""
         if not is_pow2(size):
             raise LayoutError(f"size {size} along {out_dim} is not a power of two")
         return cls._of({in_dim: [[1 << i] for i in range(log2(size))]}, [(out_dim, size)])
 
     @classmethod
     def zeros1d(cls, size: int, in_dim: str, out_dim: str, out_size: int = 1) -> "LL":
+        """``zeros1D(size, in, out)``: every ``in`` index maps to 0 (zero bases: a broadcast)."""
         if not is_pow2(size):
             raise LayoutError(f"size {size} of {in_dim} is not a power of two")
         return cls._of({in_dim: [[0] for _ in range(log2(size))]}, [(out_dim, int(out_size))])
@@ -227,19 +230,23 @@ class LL:
     # -- queries ------------------------------------------------------------------------------
     @property
     def in_names(self) -> list[str]:
+        """The in dims, in order."""
         return list(self.bases)
 
     @property
     def out_names(self) -> list[str]:
+        """The out dims, in order (most minor first, as built)."""
         return [n for n, _ in self.outs]
 
     def out_size(self, name: str) -> int:
+        """The size of out dim ``name`` (1 if absent)."""
         for n, s in self.outs:
             if n == name:
                 return s
         return 1
 
     def in_size(self, name: str) -> int:
+        """The size of in dim ``name``: ``2**(number of its bases)`` (1 if absent)."""
         return 1 << len(self.bases.get(name, []))
 
     def is_surjective(self) -> bool:
@@ -354,6 +361,7 @@ class LL:
         return LL._of(bases, outs)
 
     def transpose_outs(self, names: Sequence[str]) -> "LL":
+        """The same map with the out dims reordered to ``names`` (each basis permuted likewise)."""
         names = list(names)
         own = [n for n, _ in self.outs]
         if names == own:

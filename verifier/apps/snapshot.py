@@ -71,6 +71,7 @@ class Entry:
 
     @property
     def key(self) -> str:
+        """The layout's key in a golden file (:func:`layout_key` of spec, shape and options)."""
         return layout_key(self.spec, self.shape, self.options)
 
 
@@ -214,6 +215,8 @@ def keyed(doc: dict) -> dict[str, tuple[str, dict]]:
 
 @dataclass
 class Change:
+    """A difference between two golden files for one layout: ``changed`` (with the verdict and witness
+    of old against new), ``added`` or ``removed``."""
     name: str
     status: str             # "changed" | "added" | "removed"
     verdict: str | None = None
@@ -225,6 +228,7 @@ class Change:
     old_name: str | None = None   # when the old file labelled the layout otherwise
 
     def to_json(self) -> dict:
+        """The fields that are set, as JSON."""
         return {k: v for k, v in vars(self).items() if v is not None}
 
 

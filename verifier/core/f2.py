@@ -206,9 +206,11 @@ class Packing:
 
     @property
     def width(self) -> int:
+        """The number of bits of a packed coordinate: ``sum(log2(size))``."""
         return sum(self.bits)
 
     def pack(self, coords: Sequence[int]) -> int:
+        """The packed int of a coordinate tuple (``dim0`` in the lowest bits)."""
         v = 0
         for c, sh in zip(coords, self.shifts):
             v |= int(c) << sh
@@ -237,6 +239,7 @@ class Packing:
         return got
 
     def unpack(self, v: int) -> list[int]:
+        """The coordinate tuple of a packed int (the inverse of :meth:`pack`)."""
         return [(v >> sh) & ((1 << b) - 1) for sh, b in zip(self.shifts, self.bits)]
 
 

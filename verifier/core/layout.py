@@ -860,6 +860,8 @@ class Layout:
         return inner.then(self, name=name)
 
     def is_bijective(self) -> bool:
+        """Whether every logical element has exactly one holder (as many locations as elements, no two
+        holding one)."""
         if self.in_size() != self.out_size():
             return False
         flat = self.flat_table()
@@ -908,6 +910,7 @@ class Layout:
     __mul__ = product
 
     def rename(self, in_names: Mapping[str, str] | None = None, out_names: Mapping[str, str] | None = None) -> "Layout":
+        """The same layout with hardware and logical dims renamed (``{old: new}``); the map is unchanged."""
         in_names, out_names = dict(in_names or {}), dict(out_names or {})
         sub = {n: E.Var(in_names[n]) for n in self.in_names if n in in_names}
         return Layout([(in_names.get(n, n), s) for n, s in self.in_dims],
@@ -950,6 +953,7 @@ class Layout:
         return bool((self.holder_counts() > 0).all())
 
     def is_injective(self) -> bool:
+        """Whether no two hardware locations hold the same element (no replication)."""
         flat = self.flat_table()
         return np.unique(flat).size == flat.size
 

@@ -374,6 +374,8 @@ class NormalForm:
 
     @property
     def f2(self) -> F2Part | None:
+        """The F2 part (:class:`F2Part`), built on first use; ``None`` when the layout is not F2-linear
+        (or leaves its shape: ``error`` is then set)."""
         if self._f2 is _UNSET:
             lay = self._lay()
             if lay is None:  # a shallow copy outlived the layout: leave the pair to the strategies
@@ -387,6 +389,8 @@ class NormalForm:
 
     @property
     def radix(self) -> RadixPart | None:
+        """The radix part (:class:`RadixPart`), built on first use; ``None`` when the layout is not
+        digit-linear (or leaves its shape: ``error`` is then set)."""
         if self._radix is _UNSET:
             lay = self._lay()
             if lay is None:

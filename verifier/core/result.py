@@ -177,12 +177,15 @@ class Pair:
         self.has_register = REGISTER in self.names
 
     def layout(self, side: str) -> Layout:
+        """Layout ``a`` or ``b`` by side (``"a"`` / ``"b"``)."""
         return self.a if side == "a" else self.b
 
     def sizes(self, side: str) -> dict:
+        """The aligned hardware sizes of one side (1 for a dim that side lacks)."""
         return self.size_a if side == "a" else self.size_b
 
     def location(self, **idx) -> dict:
+        """A location over the aligned dims: the given indices, 0 for every other dim."""
         return {n: int(idx.get(n, 0)) for n in self.names}
 
     def evaluate(self, side: str, loc: dict) -> list[int] | None:
@@ -194,6 +197,8 @@ class Pair:
         return self.layout(side).element(loc)
 
     def location_witness(self, loc: dict) -> dict:
+        """The witness of a location: ``{"hardware": loc, "a": A(loc), "b": B(loc)}`` (``None`` where
+        the location lies outside a side)."""
         return {"hardware": dict(loc), "a": self.evaluate("a", loc), "b": self.evaluate("b", loc)}
 
     def outside_location(self) -> dict | None:
@@ -204,6 +209,7 @@ class Pair:
         return None
 
     def outside_thread_location(self) -> dict | None:
+        """A thread location (register 0) that exists in one layout only, or ``None``."""
         for n in self.thread_names:
             if self.size_a[n] != self.size_b[n]:
                 return self.location(**{n: min(self.size_a[n], self.size_b[n])})

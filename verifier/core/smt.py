@@ -120,9 +120,12 @@ class QueryLog:
         self.entries: list[tuple[str, str, str]] = []
 
     def add(self, label: str, text: str, answer: str):
+        """Record one query (its label, SMT-LIB2 text and z3's answer)."""
         self.entries.append((label, text, answer))
 
     def render(self) -> str:
+        """The SMT-LIB2 file: a header with the expected answers, then each query in ``(push
+        1)``/``(pop 1)``."""
         out = ["; layoutverify comparison queries (SMT-LIB2). Each query asks for a counterexample:",
                "; unsat proves the property named in its comment. Replay: z3 FILE",
                f"; {len(self.entries)} queries; expected answers, in order: "
@@ -134,6 +137,7 @@ class QueryLog:
         return "\n".join(out) + "\n"
 
     def write(self, path: str):
+        """Write :meth:`render` to ``path`` (through :mod:`layoutverify.core.files`)."""
         from layoutverify.core.files import write_text
         write_text(path, self.render(), what="SMT-LIB2 file")
 
@@ -154,6 +158,7 @@ class Query:
             log.add(label, s.to_smt2(), self.answer)
 
     def value(self, var) -> int:
+        """The value the satisfying model gives ``var`` (an int)."""
         return self.model.eval(var, model_completion=True).as_long()
 
 
