@@ -1,0 +1,186 @@
+"""The verdict logic, pair by pair, on hand-made pairs that each break one step of it: every
+strategy (``f2``, ``radix``, ``table``, ``z3``, ``auto`` on the normal forms) against the
+definitions (DESIGN.md §3, evaluated here by brute force), every witness re-checked.
+
+These pairs were written for the mutation pass over ``compare``, ``normalform``, ``radix``,
+``table`` and ``smt`` (issue 24, ``docs/mutation.md``): each one tells apart a correct strategy
+from one that skips a check, e.g. the per-thread element sets checked in one direction only
+(A's sets inside B's, but not B's inside A's), the coverage checked one way only, or a register
+count taken for a thread count. The suite is small and fast, so the mutation runs use it first.
+"""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from layoutverify.core import expr as E
+from layoutverify.core.compare import compare
+from layoutverify.core.errors import LayoutError, UnsupportedError
+from layoutverify.core.layout import Layout
+from layoutverify.testing.brute import brute_verdict, witness_problem
+
+REG4 = [("register", 2), ("lane", 2)]
+
+
+def table_layout(in_dims, shape, rows):
+    """A layout given by its table, kept as a table (no F2 detection: the non-F2 paths run)."""
+    return Layout.from_table(in_dims, shape, np.array(rows), detect_f2=False)
+
+
+def strategies(a: Layout, b: Layout):
+    """Every strategy that takes the pair (``f2`` and ``radix`` only where they apply)."""
+    out = {"table": compare(a, b, method="table"), "auto": compare(a, b)}
+    try:
+        out["z3"] = compare(a, b, method="z3", timeout_ms=20_000)
+    except ImportError:  # pragma: no cover - z3 is a test dependency
+        pass
+    for m in ("f2", "radix"):
+        try:
+            out[m] = compare(a, b, method=m)
+        except UnsupportedError:
+            pass
+    return out
+
+
+def check_pair(a: Layout, b: Layout, want: str):
+    assert brute_verdict(a, b) == want
+    for method, res in strategies(a, b).items():
+        assert res.verdict == want, (method, res.verdict, want)
+        assert witness_problem(a, b, res) is None, (method, res.witness)
+        if want in ("not_equal", "equal_up_to_register_order"):
+            w = res.witness
+            assert w["a"] != w["b"], method
+
+
+# -- the per-thread element sets, both ways -----------------------------------------------------
+# thread = lane; A: lane 0 holds {0, 0} (one element twice), lane 1 holds {1, 1};
+# B: lane 0 holds {0, 1}, lane 1 holds {1, 1}: the same elements overall, A's sets inside B's,
+# but lane 0 of B holds 1, which lane 0 of A does not: not_equal.
+A_DUP = [[0], [0], [1], [1]]
+B_MORE = [[0], [1], [1], [1]]
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_per_thread_sets_are_compared_both_ways(swap):
+    a = table_layout(REG4, [2], A_DUP)
+    b = table_layout(REG4, [2], B_MORE)
+    if swap:
+        a, b = b, a
+    check_pair(a, b, "not_equal")
+    res = compare(a, b, method="table")
+    assert "in no register" in res.reason  # the witness is an element missing from a thread
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_per_thread_sets_both_ways_on_expressions(swap):
+    """The same pair as expressions (``register`` ignored by A, read by B): radix and z3 too."""
+    reg, lane = E.Var("register"), E.Var("lane")
+    a = Layout(REG4, [("dim0", 2)], [lane])                      # thread t holds {t, t}
+    b = Layout(REG4, [("dim0", 2)], [(lane + reg + 1) // 2])     # lane 0 holds {0, 1}, lane 1 {1, 1}
+    assert b.table().ravel().tolist() == [0, 1, 1, 1]
+    if swap:
+        a, b = b, a
+    check_pair(a, b, "not_equal")
+
+
+def test_equal_per_thread_sets_in_another_register_order():
+    a = table_layout(REG4, [2, 2], [[0, 0], [0, 1], [1, 0], [1, 1]])
+    b = table_layout(REG4, [2, 2], [[0, 1], [0, 0], [1, 1], [1, 0]])
+    check_pair(a, b, "equal_up_to_register_order")
+
+
+def test_more_registers_repeating_a_threads_elements_are_up_to_order():
+    a = table_layout([("register", 2), ("lane", 2)], [2], [[0], [0], [1], [1]])
+    b = table_layout([("register", 1), ("lane", 2)], [2], [[0], [1]])
+    check_pair(a, b, "equal_up_to_register_order")
+
+
+# -- coverage, both ways --------------------------------------------------------------------------
+@pytest.mark.parametrize("swap", [False, True])
+def test_coverage_is_compared_both_ways(swap):
+    a = table_layout([("lane", 4)], [4], [[0], [1], [2], [2]])   # misses 3
+    b = table_layout([("lane", 4)], [4], [[0], [1], [2], [3]])
+    if swap:
+        a, b = b, a
+    check_pair(a, b, "different_tensors")
+    res = compare(a, b, method="table")
+    assert res.witness["held_by"] == ("a" if swap else "b")
+
+
+def test_same_elements_other_holders_is_not_equal():
+    a = table_layout([("lane", 4)], [4], [[0], [1], [2], [3]])
+    b = table_layout([("lane", 4)], [4], [[1], [0], [2], [3]])
+    check_pair(a, b, "not_equal")
+
+
+def test_threads_of_other_sizes_are_not_equal_even_with_the_same_sets():
+    a = table_layout([("register", 2), ("lane", 2)], [4], [[0], [1], [2], [3]])
+    b = table_layout([("register", 1), ("lane", 4)], [4], [[0], [1], [2], [3]])
+    check_pair(a, b, "not_equal")
+
+
+def test_memory_layouts_have_no_register_order():
+    a = table_layout([("offset", 4)], [2, 2], [[0, 0], [0, 1], [1, 0], [1, 1]])
+    b = table_layout([("offset", 4)], [2, 2], [[0, 1], [0, 0], [1, 0], [1, 1]])
+    check_pair(a, b, "not_equal")
+
+
+# -- F2 and mixed radix, each check of the span / image / thread digits ---------------------------
+def test_f2_register_span_differs_but_thread_cosets_agree():
+    # A: register basis (0,1), lane (1,0); B: register basis (1,1), lane (1,0): per thread
+    # A holds {(t,0),(t,1)}, B holds {(t,0),(t^1,1)}: different sets
+    a = Layout.from_bases({"register": [[0, 1]], "lane": [[1, 0]]}, [2, 2])
+    b = Layout.from_bases({"register": [[1, 1]], "lane": [[1, 0]]}, [2, 2])
+    check_pair(a, b, "not_equal")
+
+
+def test_f2_thread_bases_reduced_modulo_the_register_span():
+    # the lane bases differ by a register basis: the same sets per thread
+    a = Layout.from_bases({"register": [[0, 1]], "lane": [[1, 0]]}, [2, 2])
+    b = Layout.from_bases({"register": [[0, 1]], "lane": [[1, 1]]}, [2, 2])
+    check_pair(a, b, "equal_up_to_register_order")
+
+
+def test_f2_span_inclusion_both_ways():
+    a = Layout.from_bases({"lane": [[1, 0], [0, 0]]}, [2, 2])
+    b = Layout.from_bases({"lane": [[1, 0], [0, 1]]}, [2, 2])
+    check_pair(a, b, "different_tensors")
+    check_pair(b, a, "different_tensors")
+
+
+def test_radix_images_registers_and_threads():
+    """Mixed radix (sizes 3 and 6): a register permutation is up to order; a thread-digit swap and
+    a stride that leaves a hole are not equal / other tensors; each against the original, both
+    ways, every strategy."""
+    dims = [("register", 3), ("lane", 6)]
+    a = Layout.from_modes(dims, [3, 6], {"register": [(3, [0, 1])], "lane": [(2, [0, 3]), (3, [1, 0])]})
+    same = Layout.from_digits(dims, [3, 6], [("register", 1, 3, (0, 1)), ("lane", 1, 2, (0, 3)), ("lane", 2, 3, (1, 0))])
+    regs = Layout.from_modes(dims, [3, 6], {"register": [(3, [1, 0])], "lane": [(2, [0, 3]), (3, [0, 1])]})
+    swap = Layout.from_modes(dims, [3, 6], {"register": [(3, [0, 1])], "lane": [(2, [0, 1]), (3, [1, 0])]})
+    check_pair(a, same, "equal")
+    for other in (regs, swap):
+        for x, y in ((a, other), (other, a)):
+            check_pair(x, y, brute_verdict(x, y))
+    assert {brute_verdict(a, regs), brute_verdict(a, swap)} >= {"not_equal"}
+
+
+def test_swizzle_against_its_table_and_a_neighbour():
+    off = E.Var("offset")
+    r, c = off // 8, off % 8
+    a = Layout([("offset", 64)], [("dim0", 8), ("dim1", 8)], [r, c ^ r])
+    b = Layout.from_table(a.in_dims, a.out_dims, a.table(), detect_f2=False)
+    check_pair(a, b, "equal")
+    t = a.table().copy()
+    t[[5, 6]] = t[[6, 5]]
+    c2 = Layout.from_table(a.in_dims, a.out_dims, t, detect_f2=False)
+    check_pair(a, c2, "not_equal")
+
+
+def test_a_layout_leaving_its_shape_is_refused_by_every_strategy():
+    bad = Layout([("lane", 4)], [("dim0", 3)], [E.Var("lane")])
+    good = Layout([("lane", 4)], [("dim0", 3)], [E.Var("lane") % 3])
+    for method in ("auto", "table", "z3"):
+        with pytest.raises(LayoutError):
+            compare(good, bad, method=method)
