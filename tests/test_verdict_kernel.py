@@ -184,3 +184,56 @@ def test_a_layout_leaving_its_shape_is_refused_by_every_strategy():
     for method in ("auto", "table", "z3"):
         with pytest.raises(LayoutError):
             compare(good, bad, method=method)
+
+
+# -- the core's own shortcuts against the paths they stand for ----------------------------------
+def test_table_grid_of_digit_layouts_is_the_evaluated_one(monkeypatch):
+    """The table strategy tabulates a digit-linear layout by broadcasting its digits
+    (``table.flat_grid``); it must equal the expressions evaluated everywhere, on seeded mode
+    layouts (sizes 2 to 6, offsets, broadcasts) in the pair's own dim order."""
+    from layoutverify.core import table as TABLE
+    from layoutverify.testing.random_layouts import modes_recipe
+    rng = random.Random(31)
+    for _ in range(60):
+        in_dims, shape, modes = modes_recipe(rng, 1 << 12)
+        lay = Layout.from_modes(in_dims, shape, modes, offset={"dim0": rng.randint(0, 2)})
+        names = [n for n, _ in in_dims]
+        rng.shuffle(names)
+        sizes = dict(in_dims)
+        try:
+            fast = TABLE.flat_grid(lay, names, sizes)
+        except LayoutError as e:
+            fast = str(e)
+        with monkeypatch.context() as mp:
+            mp.setattr(TABLE, "digit_form", lambda lay: None)
+            try:
+                slow = TABLE.flat_grid(lay, names, sizes)
+            except LayoutError as e:
+                slow = str(e)
+        if isinstance(fast, str) or isinstance(slow, str):
+            assert isinstance(fast, str) and isinstance(slow, str)
+        else:
+            assert np.array_equal(fast, slow)
+
+
+def test_equal_bases_need_no_normal_form(monkeypatch):
+    """Two layouts given by the same bases over the same dims are ``equal`` (method ``f2``) before
+    any normal form is built, as the normal forms would say."""
+    from layoutverify.core import compare as C
+    from layoutverify.core import normalform as NF
+    rng = random.Random(32)
+    for _ in range(100):
+        bits = [(d, 1 << k) for d in range(2) for k in range(3)]
+        bases = {n: [[0, 0] for _ in range(rng.randint(0, 3))] for n in ("register", "lane", "warp")}
+        for vs in bases.values():
+            for v in vs:
+                d, b = rng.choice(bits)
+                v[d] ^= b
+        a, b = Layout.from_bases(bases, [8, 8]), Layout.from_bases(bases, [8, 8])
+        fast = compare(a, b)
+        assert (fast.verdict, fast.method) == ("equal", "f2")
+        with monkeypatch.context() as mp:
+            mp.setattr(C, "F2Bases", type("NotBases", (), {}))
+            slow = compare(Layout.from_bases(bases, [8, 8]), Layout.from_bases(bases, [8, 8]))
+        assert (slow.verdict, slow.method, slow.reason) == (fast.verdict, fast.method, fast.reason)
+        assert NF.of(a).key is NF.of(b).key
