@@ -917,15 +917,6 @@ class Layout:
                       [(out_names.get(n, n), s) for n, s in self.out_dims],
                       [E.substitute(e, sub) for e in self.exprs], name=self.name)
 
-    def permute_out(self, perm: Sequence[int]) -> "Layout":
-        """Reorder logical dims: new dim ``i`` is old dim ``perm[i]``; names stay ``dim0..``."""
-        if sorted(perm) != list(range(len(self.out_dims))):
-            raise LayoutError(f"{list(perm)} is not a permutation of {len(self.out_dims)} dims")
-        names = self.out_names
-        dims = [(names[i], self.out_sizes[p]) for i, p in enumerate(perm)] if all(
-            n == f"dim{i}" for i, n in enumerate(names)) else [self.out_dims[p] for p in perm]
-        return Layout(self.in_dims, dims, [self.exprs[p] for p in perm], name=self.name)
-
     def reshape_out(self, shape: Sequence[int]) -> "Layout":
         """Reinterpret the logical index space (row-major) with a new shape of equal size."""
         if int(np.prod(shape)) != self.out_size():

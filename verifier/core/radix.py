@@ -351,10 +351,6 @@ def digit_form(lay: Layout) -> DigitForm | None:
     return df
 
 
-def is_digit_linear(lay: Layout) -> bool:
-    return digit_form(lay) is not None
-
-
 # -- images ------------------------------------------------------------------------------------
 def _image(df: DigitForm, digits: dict, offset) -> tuple | None:
     """Canonical form of ``{offset + sum t_i s_i}`` over ``digits``: per logical dim, the offset
