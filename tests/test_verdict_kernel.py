@@ -237,3 +237,105 @@ def test_equal_bases_need_no_normal_form(monkeypatch):
             slow = compare(Layout.from_bases(bases, [8, 8]), Layout.from_bases(bases, [8, 8]))
         assert (slow.verdict, slow.method, slow.reason) == (fast.verdict, fast.method, fast.reason)
         assert NF.of(a).key is NF.of(b).key
+
+
+# -- the table strategy on pairs of different hardware sizes and in several chunks ---------------
+def test_table_strategy_on_different_hardware_sizes():
+    """A location that exists in one layout only is compared on the common box first: the
+    witness of a pointwise difference inside the box, else the first location outside it."""
+    a = table_layout([("register", 2), ("lane", 4)], [8], [[0], [1], [2], [3], [4], [5], [6], [7]])
+    b = table_layout([("register", 4), ("lane", 4)], [8], [[0], [1], [0], [1], [2], [3], [2], [3],
+                                                           [4], [5], [4], [5], [6], [7], [7], [6]])
+    res = compare(a, b, method="table")
+    assert res.verdict == brute_verdict(a, b) == "equal_up_to_register_order"
+    assert witness_problem(a, b, res) is None
+    assert res.witness["hardware"]["register"] == 2  # the box agrees: the first location outside it
+    inside = table_layout([("register", 4), ("lane", 4)], [8], [[0], [1], [0], [1], [2], [3], [2], [3],
+                                                                [4], [5], [4], [5], [7], [6], [6], [7]])
+    res = compare(a, inside, method="table")
+    assert res.verdict == brute_verdict(a, inside) == "equal_up_to_register_order"
+    assert witness_problem(a, inside, res) is None
+    assert res.witness["hardware"] == {"register": 0, "lane": 3}  # inside the common box, found first
+
+
+def test_table_per_thread_sets_in_the_last_chunk():
+    """Threads in chunks (``table.CHUNK`` locations at a time): the thread whose set differs is
+    in the last chunk only, in either layout."""
+    from layoutverify.core import table as TABLE
+    regs, lanes, warps = 64, 32, 2 * TABLE.CHUNK // (64 * 32) + 1
+    n = regs * lanes * warps
+    rows = (np.arange(n) // regs % lanes) * regs + np.arange(n) % regs
+    a = table_layout([("register", regs), ("lane", lanes), ("warp", warps)], [regs * lanes], rows[:, None])
+    last = rows.copy()
+    k = n - regs  # the last thread: register 0 holds an element of lane 0 instead
+    last[k], last[k + 1] = last[k + 1], last[k]
+    last[k] = 0
+    b = table_layout(a.in_dims, a.out_dims, last[:, None])
+    for x, y in ((a, b), (b, a)):
+        res = compare(x, y, method="table")
+        assert res.verdict == brute_verdict(x, y) == "not_equal"
+        assert witness_problem(x, y, res) is None
+        assert res.witness["hardware"]["warp"] == warps - 1
+
+
+# -- normal forms: place values that do not chain, the token table, deep expressions -------------
+def test_a_difference_at_a_place_value_is_found_without_a_common_chain():
+    """Two radix forms over one size whose place values refine to no common chain (2 and 3 of 6):
+    ``_differ_at_a_cut`` says whether the maps differ at the origin or at a place value of
+    either, by evaluation (``RadixPart.at``), as the definitions say; ``compare`` then proves
+    ``not_equal`` there, or leaves the pair to a strategy, and is right either way."""
+    from layoutverify.core import normalform as NF
+    rng = random.Random(41)
+    seen = {True: 0, False: 0}
+    for _ in range(300):
+        s1 = (rng.choice([0, 1, 2]), rng.choice([0, 1, 3]))
+        s2 = (rng.choice([0, 1, 2]), rng.choice([0, 1, 3]))
+        t1 = (rng.choice([0, 1, 2]), rng.choice([0, 1, 3]))
+        t2 = (rng.choice([0, 1, 2]), rng.choice([0, 1, 3]))
+        if rng.random() < 0.4:  # the same map split at other place values: equal at every cut
+            s1, s2, t2 = t1, tuple(2 * c for c in t1), tuple(3 * c for c in t1)
+        off = (rng.choice([0, 1]), 0)
+        a = Layout.from_digits([("lane", 6)], [12, 12], [("lane", 1, 2, s1), ("lane", 2, 3, s2)], offset=off)
+        b = Layout.from_digits([("lane", 6)], [12, 12], [("lane", 1, 3, t1), ("lane", 3, 2, t2)],
+                               offset=off if rng.random() < 0.7 else (1 - off[0], 0))
+        na, nb = NF.of(a), NF.of(b)
+        ra, rb = na.radix, nb.radix
+        if ra is None or rb is None:
+            continue
+        ra.rest(), rb.rest()
+        for part, lay in ((ra, a), (rb, b)):
+            for x in range(6):
+                assert list(part.at("lane", x)) == lay.element({"lane": x})
+        cuts = {0} | set(ra.cuts["lane"]) | set(rb.cuts["lane"])
+        want = any(a.element({"lane": x}) != b.element({"lane": x}) for x in cuts if x < 6)
+        got = NF._differ_at_a_cut(ra, rb, na.sizes)
+        assert got == want, (a, b)
+        seen[got] += 1
+        res = compare(a, b)
+        assert res.verdict == brute_verdict(a, b)
+        assert witness_problem(a, b, res) is None
+    assert min(seen.values()) > 20, seen
+
+
+def test_the_token_table_stays_within_twice_its_live_size():
+    from layoutverify.core import normalform as NF
+    keep = [NF._intern(("test-token", i)) for i in range(10)]
+    with NF._TOKENS_LOCK:
+        NF._purge()
+    live = sum(1 for ref in NF._TOKENS.values() if ref() is not None)
+    assert len(NF._TOKENS) == live and NF._PURGE_AT[0] == max(1 << 16, 2 * live)
+    assert all(NF._intern(("test-token", i)) is t for i, t in enumerate(keep))
+
+
+def test_expressions_too_deep_to_compare_are_left_to_a_strategy():
+    """Expressions whose equality recursion runs out of stack are not taken as identical."""
+    lane = E.Var("lane")
+    ea = eb = lane
+    for _ in range(3000):
+        ea = (ea ^ lane) ^ lane
+        eb = (eb ^ lane) ^ lane
+    a = Layout([("lane", 4)], [("dim0", 4)], [ea])
+    b = Layout([("lane", 4)], [("dim0", 4)], [(eb + 1) % 4])
+    res = compare(a, b)
+    assert res.verdict == "not_equal" and res.method != "identical"
+    assert witness_problem(a, b, res) is None

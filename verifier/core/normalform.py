@@ -440,26 +440,18 @@ def decide_other_keys(na: NormalForm, nb: NormalForm):
         if mode == "radix":
             return _decide_radix(na, nb, na.part, nb.part)
         return _f2_verdict(na, nb, na.part, nb.part)  # (the keys were compared by the caller)
-    if na.declared and nb.declared:
-        return _decide_f2(na, nb, na.f2, nb.f2)
+    # other modes (a layout given by bases has mode f2): the first strategy of ``auto`` that
+    # both parts allow, radix, then f2; none where a layout leaves its shape
     ra, rb = na.radix, nb.radix
-    if ra is not None and rb is not None:
-        return None if na.error or nb.error else _decide_radix(na, nb, ra, rb)
     if na.error or nb.error:
         return None
+    if ra is not None and rb is not None:
+        return _decide_radix(na, nb, ra, rb)
     fa = na.f2
     fb = None if fa is None else nb.f2
-    if fa is not None and fb is not None and not (na.error or nb.error):
-        return _decide_f2(na, nb, fa, fb)
-    return None
-
-
-def _decide_f2(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
     if fa is None or fb is None or na.error or nb.error:
         return None
-    if fa.key is fb.key:
-        return EQUAL_F2
-    return _f2_verdict(na, nb, fa, fb)
+    return EQUAL_F2 if fa.key is fb.key else _f2_verdict(na, nb, fa, fb)
 
 
 def _f2_verdict(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
