@@ -44,11 +44,21 @@ def strategies(a: Layout, b: Layout):
     return out
 
 
+EQUAL_HOW = {"table": "explicit tables identical", "f2": "identical F2 bases",
+             "radix": "identical mixed-radix digit strides", "z3": "no differing location exists: pointwise query unsat"}
+
+
 def check_pair(a: Layout, b: Layout, want: str):
     assert brute_verdict(a, b) == want
     for method, res in strategies(a, b).items():
         assert res.verdict == want, (method, res.verdict, want)
         assert witness_problem(a, b, res) is None, (method, res.witness)
+        if method != "auto":  # each strategy names itself, and says how it proved equal
+            assert res.method == method, (method, res.method)
+            if want == "equal":
+                assert res.reason == f"every hardware location holds the same element ({EQUAL_HOW[method]})"
+        else:
+            assert res.method in ("f2", "radix", "table", "z3", "identical", "shape", "kinds")
         if want in ("not_equal", "equal_up_to_register_order"):
             w = res.witness
             assert w["a"] != w["b"], method
@@ -339,3 +349,75 @@ def test_expressions_too_deep_to_compare_are_left_to_a_strategy():
     res = compare(a, b)
     assert res.verdict == "not_equal" and res.method != "identical"
     assert witness_problem(a, b, res) is None
+
+
+
+def test_table_on_three_logical_dims_and_other_register_counts():
+    """Row-major flat indices of three logical dims; a thread-set witness on either side when the
+    register counts differ (each side's location read with its own sizes)."""
+    dims = [("register", 2), ("lane", 4)]
+    rows = [[i // 4, (i // 2) % 2, i % 2] for i in range(8)]
+    a = table_layout(dims, [2, 2, 2], rows)
+    b = table_layout(dims, [2, 2, 2], rows[::-1])
+    check_pair(a, b, brute_verdict(a, b))
+    c = table_layout(dims, [2, 2, 2], [rows[(i + 2) % 8] for i in range(8)])
+    check_pair(a, c, brute_verdict(a, c))
+    small = table_layout([("register", 2), ("lane", 2)], [4], [[0], [1], [2], [3]])
+    more = table_layout([("register", 4), ("lane", 2)], [4], [[0], [1], [0], [2], [2], [3], [2], [1]])
+    for x, y in ((small, more), (more, small)):
+        res = compare(x, y, method="table")
+        assert res.verdict == brute_verdict(x, y) == "not_equal"
+        assert witness_problem(x, y, res) is None
+
+
+def test_table_limit_is_inclusive(monkeypatch):
+    from layoutverify.core import table as TABLE
+    monkeypatch.setattr(TABLE, "MAX_TABLE_LOCATIONS", 8)
+    lay = table_layout([("lane", 8)], [8], [[i] for i in range(8)])
+    assert TABLE.flat_grid(lay, ["lane"], {"lane": 8}).tolist() == list(range(8))
+    with pytest.raises(LayoutError):
+        TABLE.flat_grid(table_layout([("lane", 9)], [9], [[i] for i in range(9)]), ["lane"], {"lane": 9})
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_z3_coverage_by_quantifier_and_by_counting(monkeypatch, seed):
+    """Past ``ENUMERATE_LOCATIONS`` the z3 strategy describes the other layout's elements by a
+    quantifier and proves a layout onto its tensor by counting (replicated digits found by
+    ``unread_digits``, confirmed, then injectivity); here the limit is 0, so small pairs take
+    that path, against the definitions."""
+    from layoutverify.core import smt as SMT
+    monkeypatch.setattr(SMT, "ENUMERATE_LOCATIONS", 0)
+    rng = random.Random(50 + seed)
+    reg, lane = E.Var("register"), E.Var("lane")
+    forms = [lambda: [lane % 4, reg], lambda: [lane // 2, reg], lambda: [(lane >> 1) & 1, reg % 2],
+             lambda: [lane % 4, E.Const(0) + reg * 0], lambda: [(lane + reg) % 4, reg]]
+    dims = [("register", 2), ("lane", 8)]
+    for _ in range(6):
+        fa, fb = rng.sample(forms, 2)
+        a = Layout(dims, [("dim0", 4), ("dim1", 2)], fa())
+        b = Layout(dims, [("dim0", 4), ("dim1", 2)], fb())
+        res = compare(a, b, method="z3", timeout_ms=30_000)
+        assert res.verdict == brute_verdict(a, b), (a, b)
+        assert res.method == "z3" and witness_problem(a, b, res) is None
+
+
+def test_unread_digits_are_the_digits_no_coordinate_depends_on():
+    """``smt.unread_digits`` (a guess the z3 strategy then proves) on common shapes: the largest
+    digit ``[p, q)`` of each dim that no expression reads, and, by the definition, changing that
+    digit never changes any coordinate."""
+    from layoutverify.core import smt as SMT
+    lane, reg = E.Var("lane"), E.Var("register")
+    dims = [("register", 4), ("lane", 32)]
+    # (the largest unread gap of each dim, by the ratio of its place values)
+    cases = [([lane % 4, reg], {"lane": (4, 32)}), ([(lane // 8) % 2, reg], {"lane": (1, 8)}),
+             ([(lane >> 2) & 3, reg % 2], {"lane": (1, 4), "register": (2, 4)}),
+             ([lane & 1, reg // 2], {"lane": (2, 32), "register": (1, 2)}), ([lane, reg], {})]
+    for exprs, want in cases:
+        lay = Layout(dims, [("dim0", 32), ("dim1", 4)], exprs)
+        got = dict(SMT.unread_digits(lay))
+        assert got == want, (exprs, got)
+        for n, (p, q) in got.items():  # unread indeed: the digit's values give the same elements
+            size = dict(dims)[n]
+            for x in range(size):
+                base = x - ((x // p) % (q // p)) * p
+                assert lay.element({n: x}) == lay.element({n: base})

@@ -638,7 +638,7 @@ def compare_radix(pair: R.Pair) -> R.Result | None:
                 loc = _mask_locate(mx, el, pair.names)
                 if loc is None or pair.evaluate(side, loc) != el or all(m.contains(v) for m, v in zip(my, el)):
                     return None  # pragma: no cover - the derivation and the evaluator disagree
-                return R.coverage_result(pair, "radix", side, el, loc)
+                return R.coverage_result("radix", side, el, loc)
             return None
     elif ia != ib:
         for side, (ix, iy, dx, fx, other) in (("a", (ia, ib, da, fa, fb)), ("b", (ib, ia, db, fb, fa))):
@@ -648,7 +648,7 @@ def compare_radix(pair: R.Pair) -> R.Result | None:
             loc = _locate(dx, fx.offset, el, pair.names)
             if loc is None or pair.evaluate(side, loc) != el or _in_image(iy, el):
                 return None  # pragma: no cover - the derivation and the evaluator disagree
-            return R.coverage_result(pair, "radix", side, el, loc)
+            return R.coverage_result("radix", side, el, loc)
         return None
 
     # Pointwise.
@@ -657,7 +657,7 @@ def compare_radix(pair: R.Pair) -> R.Result | None:
         ca = fa.digits(_side_chains(fa, chains))
         cb = fb.digits(_side_chains(fb, chains))
         if fa.offset == fb.offset and ca == cb:
-            return R.equal_result(pair, "radix", "identical mixed-radix digit strides")
+            return R.equal_result("radix", "identical mixed-radix digit strides")
         diff_loc = None
         if fa.offset != fb.offset:
             diff_loc = pair.location()

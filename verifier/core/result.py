@@ -261,7 +261,8 @@ def shape_mismatch(a: Layout, b: Layout) -> Result | None:
     return Result("different_tensors", "shape", w, 0.0, why)
 
 
-def coverage_result(pair: Pair, method: str, side: str, element, loc) -> Result:
+def coverage_result(method: str, side: str, element, loc) -> Result:
+    """``different_tensors``: ``element`` is held by ``side`` (at ``loc``) and by no location of the other."""
     other = "b" if side == "a" else "a"
     w = {"element": [int(c) for c in element], "held_by": side, "hardware": dict(loc)}
     return Result("different_tensors", method, w, 0.0,
@@ -269,7 +270,8 @@ def coverage_result(pair: Pair, method: str, side: str, element, loc) -> Result:
                   f"but by no hardware location of {other.upper()}")
 
 
-def equal_result(pair: Pair, method: str, how: str) -> Result:
+def equal_result(method: str, how: str) -> Result:
+    """``equal``, proved by ``method`` (``how`` says how, in the reason)."""
     return Result("equal", method, None, 0.0, f"every hardware location holds the same element ({how})")
 
 

@@ -198,7 +198,7 @@ def _z3_compare(pair, timeout_ms, log):
     if q1.answer == "unknown":
         return _unknown(pair, "the pointwise comparison", q1)
     if q1.answer == "unsat" and pair.same_sizes:
-        return R.equal_result(pair, "z3", "no differing location exists: pointwise query unsat")
+        return R.equal_result("z3", "no differing location exists: pointwise query unsat")
     diff_loc = loc_from(q1, X) if q1.answer == "sat" else pair.outside_location()
     dw = pair.location_witness(diff_loc)
     if dw["a"] == dw["b"]:
@@ -234,7 +234,7 @@ def _z3_compare(pair, timeout_ms, log):
                         f"so it is undecided whether they cover the same elements")
     if cov is not None:
         _, side, element, loc = cov
-        return R.coverage_result(pair, "z3", side, element, loc)
+        return R.coverage_result("z3", side, element, loc)
     _, loc, side, tset = thread_res
     return R.not_equal_result(pair, "z3", loc, side, thread_set=tset)
 

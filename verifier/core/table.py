@@ -130,7 +130,7 @@ def compare_table(pair: R.Pair) -> R.Result:
             if only.any():
                 f = int(np.argmax(only))
                 k = int(np.argmax(g == f))
-                return R.coverage_result(pair, "table", side, _unflat(f, shape), _loc(pair, k, sz))
+                return R.coverage_result("table", side, _unflat(f, shape), _loc(pair, k, sz))
     del ha, hb
 
     # Pointwise on the common box, then outside it.
@@ -140,7 +140,7 @@ def compare_table(pair: R.Pair) -> R.Result:
         common = {n: min(pair.size_a[n], pair.size_b[n]) for n in pair.names}
         ca, cb = _box(ga, pair, pair.size_a, common), _box(gb, pair, pair.size_b, common)
     if pair.same_sizes and np.array_equal(ca, cb):
-        return R.equal_result(pair, "table", "explicit tables identical")
+        return R.equal_result("table", "explicit tables identical")
     neq = np.flatnonzero(ca != cb)
     if neq.size:
         sizes = pair.size_a if pair.same_sizes else {n: min(pair.size_a[n], pair.size_b[n]) for n in pair.names}
