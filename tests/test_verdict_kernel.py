@@ -421,3 +421,13 @@ def test_unread_digits_are_the_digits_no_coordinate_depends_on():
             for x in range(size):
                 base = x - ((x // p) % (q // p)) * p
                 assert lay.element({n: x}) == lay.element({n: base})
+
+
+def test_kinds_differ_even_for_one_location():
+    """A register layout and a memory layout are ``different_tensors`` (method ``kinds``) however
+    small: their canonical keys name the kind, so one location of each is never ``equal``."""
+    reg = Layout.from_bases({"register": [], "lane": []}, [1])
+    mem = Layout.from_bases({"offset": []}, [1])
+    for x, y in ((reg, mem), (mem, reg)):
+        res = compare(x, y)
+        assert (res.verdict, res.method) == ("different_tensors", "kinds")

@@ -95,7 +95,7 @@ def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_
                 na, nb = _normal_form(a), _normal_form(b)
         if na is not None:
             ka = na.key
-            if ka is not None and ka is nb.key:  # one interned key: the same map (and head)
+            if ka is not None and ka is nb.key:  # one interned key: the same map (and kind, dims)
                 r = _new(Result)
                 r.verdict, r.method = na.equal
                 return r

@@ -114,11 +114,24 @@ def _norm_dims(dims, what: str) -> tuple[tuple[str, int], ...]:
 
 def _logical(out_dims) -> tuple[tuple[str, int], ...]:
     """Logical dims from ``(name, size)`` pairs or from a shape (``[64, 32]``)."""
+    if type(out_dims) is tuple and out_dims and type(out_dims[0]) is int:
+        got = _SHAPES.get(out_dims)  # (a shape of plain ints seen before: its dims, checked then)
+        if got is not None and set(map(type, out_dims)) == _INT:
+            return got
     if out_dims:
         first = out_dims[0] if type(out_dims) is tuple or type(out_dims) is list else next(iter(out_dims))
         if type(first) is not tuple and isinstance(first, (int, np.integer)):
-            out_dims = logical_dims(out_dims)
+            dims = _norm_dims(logical_dims(out_dims), "logical")
+            if type(out_dims) is tuple and set(map(type, out_dims)) == _INT:
+                if len(_SHAPES) >= 4096:
+                    _SHAPES.clear()
+                _SHAPES[out_dims] = dims
+            return dims
     return _norm_dims(out_dims, "logical")
+
+
+#: shape (a tuple of ints) -> its logical dims, as :func:`_logical` checked them
+_SHAPES: dict = {}
 
 
 def logical_dims(shape: Sequence[int]) -> tuple[tuple[str, int], ...]:

@@ -108,7 +108,7 @@ class F2Part:
 
     def __init__(self, nf: "NormalForm", lay: Layout, f2: F2Bases):
         b = dict(f2.bases)
-        self.key = _intern(("f2", nf.sizes, nf.out_dims, tuple((n, b.get(n, ())) for n, _ in nf.sizes)))
+        self.key = _intern(("f2", nf.kind, nf.sizes, nf.out_dims, tuple((n, b.get(n, ())) for n, _ in nf.sizes)))
         self.span = _UNSET
         self._src = (nf.threads, weakref.ref(lay))
 
@@ -195,7 +195,7 @@ class RadixPart:
         co = _coalesce(digits)
         self.offset = df.offset
         self.co = co
-        self.key = _intern(("radix", nf.sizes, nf.out_dims, df.offset, tuple((n, co.get(n, ())) for n, _ in nf.sizes)))
+        self.key = _intern(("radix", nf.kind, nf.sizes, nf.out_dims, df.offset, tuple((n, co.get(n, ())) for n, _ in nf.sizes)))
         self._src = (nf.sizes, nf.threads, nf.has_register, df, digits)
         self.image = _UNSET
 
