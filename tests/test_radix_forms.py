@@ -50,10 +50,16 @@ def random_digit_expr(rng):
         name, size = rng.choice(SIZES)
         w, _, _ = _window(rng, name, size)
         e = e + w * rng.choice([1, 2, 3, 5])
-    kind = rng.choice(["plain", "plain", "div", "mod", "both"])
+    kind = rng.choice(["plain", "plain", "div", "mod", "both", "scaled", "split"])
     c = rng.choice([2, 3, 4])
     k = rng.randrange(c)
-    if kind == "div":
+    if kind == "scaled":               # a coefficient that is no multiple of c: the window splits
+        e = (e * rng.choice([1, 2, 3, 6])) // c if rng.random() < 0.5 else (e * rng.choice([1, 2, 3, 6])) % c
+    elif kind == "split":              # c * (one part) + (a part below c)
+        name, size = rng.choice(SIZES)
+        low = E.Var(name) % c
+        e = (e * c + low) // c if rng.random() < 0.5 else (e * c + low) % c
+    elif kind == "div":
         e = (e * c + k) // c                # exactly e
     elif kind == "mod":
         e = (e * c + k) % c                 # exactly k

@@ -431,3 +431,59 @@ def test_kinds_differ_even_for_one_location():
     for x, y in ((reg, mem), (mem, reg)):
         res = compare(x, y)
         assert (res.verdict, res.method) == ("different_tensors", "kinds")
+
+
+# -- the z3 strategy's own facts ------------------------------------------------------------------
+def test_an_unknown_says_z3_gave_up_and_claims_nothing():
+    """A query that runs out of time: ``unknown``, method ``z3``, a reason naming the question it
+    gave up on; never ``equal``."""
+    reg, lane, warp = E.Var("register"), E.Var("lane"), E.Var("warp")
+    dims = [("register", 64), ("lane", 128), ("warp", 128)]
+    x = reg + lane * 64 + warp * 8192
+    a = Layout(dims, [("dim0", 1 << 20)], [(x * 40503 + (x // 7) * 3) % (1 << 20)])
+    b = Layout(dims, [("dim0", 1 << 20)], [(x * 40503 + (x // 7) * 3 + (x // 1001) % 2) % (1 << 20)])
+    res = compare(a, b, method="z3", timeout_ms=1)
+    assert res.verdict != "equal" and res.method == "z3"
+    if res.verdict == "unknown":
+        assert res.reason.startswith("z3 gave up on ") and res.reason.endswith("; nothing is claimed")
+        assert res.to_json()["verdict"] == "unknown"
+
+
+def test_image_sizes_by_counting():
+    """``smt.image_size``: the number of distinct elements, proved by finding the digits the map
+    ignores and then injectivity on the rest; ``-1`` when it is proved smaller than the tensor
+    without a count; against the table."""
+    from layoutverify.core import smt as SMT
+    from layoutverify.core.result import Pair
+    lane, reg = E.Var("lane"), E.Var("register")
+    dims = [("register", 4), ("lane", 8)]
+    cases = [[lane, reg], [lane % 4, reg], [lane // 2, reg % 2], [(lane >> 1) & 3, reg], [lane % 2, reg // 2],
+             [E.Const(0) + lane * 0, reg]]
+    counted = 0
+    for exprs in cases:
+        lay = Layout(dims, [("dim0", 8), ("dim1", 4)], exprs)
+        w = SMT.width_for(Pair(lay, lay))
+        n = SMT.image_size(lay, "A", w, 20_000, None)
+        distinct = len({tuple(r) for r in lay.table().tolist()})
+        assert n in (None, -1, distinct), (exprs, n, distinct)
+        if n == -1:
+            assert distinct < lay.out_size()
+        counted += n == distinct
+        onto = SMT._onto(lay, "A", w, 20_000, None)
+        assert onto in (None, distinct == lay.out_size()), (exprs, onto)
+    assert counted >= 5
+
+
+def test_digit_counts():
+    from layoutverify.core import smt as SMT
+    for s in (6, 8, 12, 16):
+        for p in (d for d in range(1, s + 1) if s % d == 0):
+            for q in (d for d in range(p, s * 2 + 1) if d % p == 0 and (s % d == 0 or d >= s)):
+                want = sum(1 for x in range(s) if (x // p if q >= s else (x // p) % (q // p)) == 0)
+                assert SMT._digit_count(s, p, q) == want, (s, p, q)
+
+
+def test_coverage_witnesses_are_rechecked_against_the_other_table():
+    from layoutverify.core import smt as SMT
+    lay = table_layout([("lane", 4)], [4], [[0], [1], [2], [2]])
+    assert SMT._not_held(lay, [3]) and not SMT._not_held(lay, [2])
