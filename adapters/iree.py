@@ -68,6 +68,9 @@ MAX_SIZE = 1 << 24
 
 @dataclass(frozen=True)
 class NestedLayout:
+    """IREE's ``#iree_vector_ext.nested_layout``: per dim, the tiles (subgroup, batch, outer, thread,
+    element; outermost first, each dim's extent their product) and the subgroup and thread strides
+    (how the subgroup / lane id is split across dims)."""
     subgroup_tile: tuple
     batch_tile: tuple
     outer_tile: tuple
@@ -78,10 +81,12 @@ class NestedLayout:
 
     @property
     def rank(self) -> int:
+        """The number of tensor dims."""
         return len(self.batch_tile)
 
     @property
     def shape(self) -> tuple:
+        """The tensor shape: per dim, the product of its five tiles."""
         return tuple(int(np.prod([getattr(self, f)[i] for f in TILES])) for i in range(self.rank))
 
     @property
@@ -101,6 +106,8 @@ class NestedLayout:
                             self.element_tile, sg, th)
 
     def span(self, which: str) -> int:
+        """The ids spanned by the ``subgroup`` or ``thread`` tiles: the largest ``stride * tile`` of a
+        dim that moves (1 if none)."""
         tiles, strides = (self.subgroup_tile, self.subgroup_strides) if which == "subgroup" else \
             (self.thread_tile, self.thread_strides)
         return max([s * n for s, n in zip(strides, tiles) if s > 0 and n > 1] or [1])

@@ -4,7 +4,7 @@ A fixed seeded corpus of pairs (default 10,000), F2 and non-F2, equal and near-m
 with ``method="auto"`` (F2, mixed radix, vectorised table, z3: see layoutverify.core.compare)
 and, in the same process, with two baselines: the table comparison (``method="table"``, now
 vectorised) and z3 alone (``method="z3"``; by default on every ``--z3-every``-th pair, since it
-is slow). The mixed-radix generators come from layoutverify.core.random_layouts, shared with
+is slow). The mixed-radix generators come from layoutverify.testing.random_layouts, shared with
 the tests.
 
 Every pair is rebuilt from its recipe before each timed run, so no strategy profits from data
@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from layoutverify.core import expr as E  # noqa: E402
 from layoutverify.core.compare import compare  # noqa: E402
 from layoutverify.core.layout import Layout  # noqa: E402
-from layoutverify.core.random_layouts import (  # noqa: E402
+from layoutverify.testing.random_layouts import (  # noqa: E402
     in_shape, mixed_radix_expr as mixed_expr, modes_near_miss, modes_recipe, swizzle_layout)
 
 

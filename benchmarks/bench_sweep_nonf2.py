@@ -39,11 +39,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from layoutverify.core.brute import brute_verdict, witness_problem  # noqa: E402
+from layoutverify.testing.brute import brute_verdict, witness_problem  # noqa: E402
 from layoutverify.core.compare import compare  # noqa: E402
 from layoutverify.core.errors import LayoutError  # noqa: E402
 from layoutverify.core.layout import Layout  # noqa: E402
-from layoutverify.core.random_layouts import (  # noqa: E402
+from layoutverify.testing.random_layouts import (  # noqa: E402
     in_shape, mixed_radix_expr, modes_near_miss, modes_recipe, swizzle_layout)
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")

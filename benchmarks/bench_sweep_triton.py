@@ -2,7 +2,7 @@
 
 A seeded set of distinct TTGIR encodings (blocked with random sizePerThread / threadsPerWarp /
 warpsPerCTA / order, nvidia_mma v2/v3, their ``#ttg.linear`` spellings) at a few shapes; every
-ordered pair of layouts of one shape is proved with :func:`layoutverify.apps.batch.prove_specs`
+ordered pair of layouts of one shape is proved with :func:`layoutverify.apps.prove_text.prove_specs`
 (each text parsed once, canonical forms compared first). Reported: pairs per second of CPU
 time (this process, one core), parse time, verdict counts; a sample of pairs is re-proved with
 ``compare`` on freshly parsed layouts and must agree.
@@ -27,7 +27,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from layoutverify import adapters  # noqa: E402
-from layoutverify.apps.batch import prove_specs  # noqa: E402
+from layoutverify.apps.prove_text import prove_specs  # noqa: E402
 from layoutverify.core.compare import compare  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")

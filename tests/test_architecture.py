@@ -2,9 +2,12 @@
 
 * core (``layoutverify.core``) imports only the core;
 * an adapter (``layoutverify.adapters.<framework>``) imports only the core and its own framework's
-  modules; the registry (``layoutverify.adapters``) imports only the core;
+  modules, and the ISA adapters (``ptx``, ``amd``) their shared helpers ``layoutverify.adapters.isa``
+  (which import only the core); the registry (``layoutverify.adapters``) imports only the core;
 * applications (``layoutverify.apps``) import the core, other applications and the adapters'
   registry ``layoutverify.adapters`` -- never an adapter module directly;
+* the tests' and benchmarks' helpers (``layoutverify.testing``: oracles, generators) import only
+  the core, and nothing of the tool imports them;
 * no module imports itself back through a chain of imports (no cycles).
 
 Module names come from the package-directory mapping in ``pyproject.toml``: ``verifier/`` is
@@ -88,17 +91,21 @@ def _layer(name: str) -> str:
         return "apps"
     if name.startswith("layoutverify.corpora"):
         return "data"
+    if name.startswith("layoutverify.testing"):
+        return "testing"
     return "top"
 
 
 def _allowed(src: str, dst: str) -> bool:
     a, b = _layer(src), _layer(dst)
-    if a in ("core", "data"):
-        return b == "core"
+    if a in ("core", "data", "testing"):
+        return b == "core" or (a == "testing" and b == "testing")
+    if b == "testing":
+        return False
     if a == "registry":
         return b == "core"
     if a.startswith("adapter:"):
-        return b == "core" or b == a
+        return b == "core" or b == a or (b == "adapter:isa" and a in ("adapter:ptx", "adapter:amd"))
     if a == "apps":
         return b in ("core", "apps", "registry", "data", "top")
     return True      # the top-level package re-exports and __main__ start the CLI
@@ -110,7 +117,7 @@ def test_the_graph_was_read():
     assert "layoutverify.adapters" in GRAPH["layoutverify.apps.claims"]
 
 
-@pytest.mark.parametrize("layer", ["core", "registry", "adapter", "apps"])
+@pytest.mark.parametrize("layer", ["core", "registry", "adapter", "apps", "testing", "top"])
 def test_layers_import_only_downwards(layer):
     bad = sorted(f"{src} -> {dst}" for src, deps in GRAPH.items() for dst in deps
                  if _layer(src).startswith(layer) and not _allowed(src, dst))

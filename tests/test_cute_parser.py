@@ -320,7 +320,7 @@ def test_memory_layout_from_digits_is_the_inverse_written_out():
                                   for m in leaves_) + ")"
         value = evaluate_text(f"{shape_t}:{stride_t}")
         lay = canonical.memory_layout(value)
-        assert "_declared_digits" in lay.__dict__
+        assert type(lay.map).__name__ == "Digits"
         top = [int(np.prod(m)) for m in leaves_]
         by_exprs = canonical.memory_layout(value, shape=top)
         assert lay.out_dims == by_exprs.out_dims and lay.in_size() == by_exprs.in_size()
@@ -334,10 +334,11 @@ def test_memory_layout_from_digits_is_the_inverse_written_out():
             idx = idx // s
 
 
-def test_flat_memory_layouts_written_out_are_the_general_paths():
-    """``parse`` writes a flat layout's memory view from its digits (``flat_memory_layout``);
-    on seeded random flat texts (compact or not, sizes of 1, zeros) it must give the general
-    path's layout (dims, name, table) or the general path's error."""
+def test_flat_layouts_read_by_the_pattern_are_the_general_paths():
+    """``parse`` reads a plain ``shape:stride`` (flat or one level of nesting) with one pattern
+    into the CuTe value (``evaluate_text``), then the value's canonical layout; on seeded random
+    texts (compact or not, sizes of 1, zeros) it must give the parser-and-interpreter path's
+    layout (dims, name, table) or its error."""
     import random
 
     import numpy as np
@@ -392,11 +393,10 @@ def test_flat_memory_layouts_written_out_are_the_general_paths():
         sh = "(" + ",".join(write(m, m) for m in modes) + ")"
         st = "(" + ",".join(write(m, [next(it) for _ in m]) for m in modes) + ")"
         texts.append(f"{sh}:{st}")
-    written = nested = 0
+    read = nested = 0
     for text in texts:
         flat = flat_layout(text) or nested_layout(text)
-        done = flat is not None and canonical.flat_memory_layout(*flat, name=text.strip()) is not None
-        written += done
-        nested += done and flat_layout(text) is None
+        read += flat is not None
+        nested += flat is not None and flat_layout(text) is None
         assert outcome(parse, text) == outcome(general, text), text
-    assert written > 500 and nested > 150, (written, nested)
+    assert read > 700 and nested > 200, (read, nested)

@@ -32,7 +32,7 @@ CASES = [
 
 @pytest.mark.parametrize("spec,shape", CASES, ids=[c[0][:48] for c in CASES])
 def test_gpu_places_elements_where_the_layout_says(spec, shape):
-    from layoutverify.apps.gpu import check_on_gpu
+    from layoutverify.apps.measure.ground_truth import check_on_gpu
     try:
         layout = parse_spec(spec, shape=shape)
     except Exception as e:  # an adapter not present in this build
@@ -44,7 +44,7 @@ def test_gpu_places_elements_where_the_layout_says(spec, shape):
 def test_gpu_catches_a_wrong_layout():
     """The check can fail: a layout whose lane bases are swapped disagrees with the GPU."""
     from layoutverify import Layout
-    from layoutverify.apps.gpu import thread_tags, expected_holders
+    from layoutverify.apps.measure.ground_truth import thread_tags, expected_holders
     good = parse_spec("ptx:mma.m16n8k16.f32.C")
     f2 = good.f2_bases()
     swapped = dict(f2)

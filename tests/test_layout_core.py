@@ -230,7 +230,7 @@ def test_from_table_roundtrip_and_fingerprint():
         table = np.array([[rng.randrange(shape[0]), rng.randrange(shape[1])] for _ in range(n)])
         lay = Layout.from_table([("register", n)], shape, table)
         assert np.array_equal(lay.table(), table)
-        again = Layout.from_normal_form(lay.normal_form())
+        again = Layout.from_json(lay.to_json())
         assert np.array_equal(again.table(), table)
         assert again.fingerprint() == lay.fingerprint()
     a = Layout.from_bases({"register": [[0, 1]], "lane": [[1, 0]]}, [2, 2])

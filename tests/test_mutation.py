@@ -27,7 +27,7 @@ from layoutverify.core import expr as E
 from layoutverify.core.compare import compare
 from layoutverify.core.layout import Layout
 from layout_forms import digits_form, lookup_form
-from layoutverify.core.random_layouts import mixed_radix_expr, mode_mutants, random_modes
+from layoutverify.testing.random_layouts import mixed_radix_expr, mode_mutants, random_modes
 
 pytest.importorskip("z3")
 

@@ -4,7 +4,7 @@ brute-force oracle.
 ``compare(a, b)`` answers most pairs from the layouts' memoised normal forms without running a
 strategy and defers the counterexample. These tests check, on the pair families of the other
 test files plus adapter pairs, that (1) the verdict is the one the brute-force oracle
-(:func:`layoutverify.core.brute.brute_verdict`, enumeration of the definitions) gives, (2) it is
+(:func:`layoutverify.testing.brute.brute_verdict`, enumeration of the definitions) gives, (2) it is
 the verdict and method of the strategy path (``_early`` + ``_decide``, run without normal forms),
 and (3) the deferred witness, built on access, re-checks on both layouts.
 """
@@ -16,8 +16,9 @@ import pytest
 
 from layoutverify import adapters
 from layoutverify.core import compare as C
+from layoutverify.core import f2 as F2
 from layoutverify.core import normalform as NF
-from layoutverify.core.brute import brute_verdict, witness_problem
+from layoutverify.testing.brute import brute_verdict, witness_problem
 from layoutverify.core.layout import Layout
 from layoutverify.core.result import Pair, Result
 
@@ -153,9 +154,9 @@ def test_normal_form_is_built_once_and_kept_on_the_layout():
 
 
 def test_deferred_witness_must_reach_the_same_verdict():
-    ok = Result.deferred("not_equal", "radix", lambda: Result("not_equal", "radix", {"hardware": {}}, 0.0, "why"))
+    ok = Result.proved("not_equal", "radix", lambda: Result("not_equal", "radix", {"hardware": {}}, 0.0, "why"))
     assert ok.witness == {"hardware": {}} and ok.reason == "why"
-    bad = Result.deferred("not_equal", "radix", lambda: Result("equal", "radix", None, 0.0, "same"))
+    bad = Result.proved("not_equal", "radix", lambda: Result("equal", "radix", None, 0.0, "same"))
     with pytest.raises(AssertionError):
         bad.witness
 
@@ -259,10 +260,11 @@ def test_f2_spans_read_off_unit_and_full_rank_bases_are_those_of_the_elimination
         lay = Layout.from_bases(unpacked, shape)
         nf = NF.of(lay)
         part, b = nf.f2, NF.f2_data(lay).bases
-        reg_rows = NF._echelon(b.get("register", ()))
-        span = tuple(NF._rref(NF._echelon((v for n, vs in b.items() if n != "register" for v in vs), reg_rows)))
-        reg = NF._rref(reg_rows)
-        tred = tuple((n, tuple(NF._reduce(v, reg) for v in b.get(n, ()))) for n, _ in nf.threads)
+        part.rest()  # (the spans are built by the first verdict on two different keys)
+        reg_rows = F2.pivot_rows(b.get("register", ()))
+        span = tuple(F2.rref(F2.pivot_rows((v for n, vs in b.items() if n != "register" for v in vs), reg_rows)))
+        reg = F2.rref(reg_rows)
+        tred = tuple((n, tuple(F2.reduce(v, reg) for v in b.get(n, ()))) for n, _ in nf.threads)
         assert (part.span.value, part.reg.value, part.tred.value) == (span, tuple(reg), tred), unpacked
         unit = all(v & (v - 1) == 0 for vs in b.values() for v in vs)
         seen["unit" if unit else "full" if len(span) == bits and bits else "other"] += 1

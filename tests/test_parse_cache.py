@@ -19,7 +19,7 @@ def test_same_text_shape_and_options_give_one_object():
 def test_cached_layouts_are_immutable():
     a = adapters.parse_spec(BLOCKED, shape=(64, 64))
     _ = a.exprs  # built lazily once, then fixed
-    for attr in ("in_dims", "out_dims", "_exprs"):
+    for attr in ("in_dims", "out_dims", "map", "exprs", "normal_form"):
         with pytest.raises(AttributeError, match="immutable"):
             setattr(a, attr, ())
 

@@ -1,5 +1,5 @@
 """The mixed-radix proof path (layoutverify.core.radix) and the vectorised table
-(layoutverify.core.table) against the brute-force oracle :mod:`layoutverify.core.brute`.
+(layoutverify.core.table) against the brute-force oracle :mod:`layoutverify.testing.brute`.
 
 The oracle enumerates every hardware location with Python integers (``Layout.apply``, the numpy
 evaluator, not the code under test), builds per-thread element sets, and derives the verdict
@@ -16,11 +16,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from layoutverify.core import expr as E
 from layoutverify.core import radix as RADIX
-from layoutverify.core.brute import brute_verdict, witness_problem
+from layoutverify.core.layout import Digits
+from layoutverify.testing.brute import brute_verdict, witness_problem
 from layoutverify.core.compare import Pair, compare
 from layoutverify.core.errors import LayoutError, UnsupportedError
 from layoutverify.core.layout import Layout
-from layoutverify.core.random_layouts import mixed_radix_expr
+from layoutverify.testing.random_layouts import mixed_radix_expr
 
 REG = "register"
 
@@ -274,8 +275,8 @@ def test_digit_form_of_declared_digits_is_the_one_read_off_the_expressions():
     while n < 300:
         recipe = random_digit_layout(rng)
         lay = mode_layout(recipe, "digits")
-        assert lay.__dict__["_exprs"] is None  # expressions are built on first use only
-        fast = RADIX.DigitForm.of_digits(lay, lay.__dict__["_declared_digits"])
+        assert type(lay.map) is Digits and "exprs" not in vars(lay)  # expressions: built on first use only
+        fast = RADIX.DigitForm.of_digits(lay, lay.map)
         slow = RADIX.DigitForm(lay, RADIX._forms(lay))
         assert (fast.offset, fast.windows, fast.cuts) == (slow.offset, slow.windows, slow.cuts)
         assert fast.own_digits() == slow.own_digits()
@@ -293,7 +294,7 @@ def test_digit_form_of_declared_digits_is_the_one_read_off_the_expressions():
             r = rng.choice([d for d in divs if size % (p * d) == 0] if any(size % (p * d) == 0 for d in divs) else [1])
             digits.append(("lane", p, r, (rng.choice([0, 1, 1, 2]), rng.choice([0, 1, 3]))))
         lay = Layout.from_digits([("lane", size)], [64, 64], digits)
-        fast = RADIX.DigitForm.of_digits(lay, lay.__dict__["_declared_digits"])
+        fast = RADIX.DigitForm.of_digits(lay, lay.map)
         slow = RADIX.DigitForm(lay, RADIX._forms(lay))
         assert (fast.offset, fast.windows, fast.cuts) == (slow.offset, slow.windows, slow.cuts), digits
         assert fast.own_digits() == slow.own_digits(), digits
@@ -328,7 +329,7 @@ def test_from_digits_layout_survives_pickling_and_rebuilds_its_forms():
     assert compare(lay, other).verdict == "equal"   # digits refined differently: one map
     RADIX.digit_form(lay)
     back = pickle.loads(pickle.dumps(lay))
-    assert back.__dict__.get(RADIX._SLOT) is None   # the digit form is dropped, not carried
+    assert "digit_form" not in vars(back)   # the digit form (derived data) is dropped, not carried
     assert RADIX.digit_form(back).own_digits() == RADIX.digit_form(lay).own_digits()
     assert np.array_equal(back.table(), lay.table())
     swapped = Layout.from_digits([("register", 4), ("lane", 6)], [6, 4], [("register", 1, 4, [0, 1]),

@@ -107,3 +107,28 @@ def test_memory_layout_query_mentions_offset(tmp_path):
     path = tmp_path / "q.smt2"
     compare(SW, ROT, method="z3", smt2=str(path))
     assert re.search(r"declare-fun offset \(\) \(_ BitVec \d+\)", path.read_text())
+
+
+def test_the_file_layout(tmp_path):
+    """The exported file: a three-line header naming the expected answers, then the queries
+    numbered from 1, each with its label and answer, between ``(push 1)`` and ``(pop 1)``, without
+    z3's ``set-info`` or benchmark lines."""
+    path = tmp_path / "q.smt2"
+    compare(*CASES[1][1:3], method="z3", smt2=str(path))
+    lines = path.read_text().split("\n")
+    assert lines[0] == "; layoutverify comparison queries (SMT-LIB2). Each query asks for a counterexample:"
+    assert lines[1] == "; unsat proves the property named in its comment. Replay: z3 FILE"
+    expected = expected_answers(str(path))
+    assert lines[2] == f"; {len(expected)} queries; expected answers, in order: " + " ".join(expected)
+    assert path.read_text().endswith("(pop 1)\n") and not path.read_text().endswith("\n\n")
+    heads = [(i, l) for i, l in enumerate(lines) if l.startswith("; query ")]
+    assert [int(re.match(r"; query (\d+): ", l).group(1)) for _, l in heads] == list(range(1, len(expected) + 1))
+    for (i, l), answer in zip(heads, expected):
+        assert l.endswith(f"; z3 answered: {answer}") and lines[i - 1] == "" and lines[i + 1] == "(push 1)"
+    assert "(set-info" not in path.read_text() and "; benchmark" not in path.read_text()
+
+
+def test_an_unwritable_export_names_the_smt2_file(tmp_path):
+    from layoutverify.core.errors import LayoutError
+    with pytest.raises(LayoutError, match=r"SMT-LIB2 file"):
+        compare(*CASES[3][1:3], method="z3", smt2=str(tmp_path / "no" / "such" / "dir" / "q.smt2"))

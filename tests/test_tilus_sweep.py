@@ -39,6 +39,7 @@ from tilus.ir.layout.shared_layout import Swizzle as TSwizzle, shared_layout as 
 from tilus.ir.utils.veceval import vectorized_evaluate  # noqa: E402
 
 import layoutverify.adapters.tilus as T  # noqa: E402
+from layoutverify.adapters.tilus import register as reg  # noqa: E402
 from layoutverify.core.errors import LayoutError  # noqa: E402
 
 nat = importlib.import_module("layoutverify.adapters.tilus.oracle")
@@ -513,10 +514,11 @@ def test_default_flatten_differs_from_the_docstring():
     assert list(T.build("flatten_documented(local(2, 3, 4))").shape) == [24]     # its docstring
 
 
-def test_chain_shortcut_gives_the_evaluators_models_and_errors():
-    """``build`` makes one-line ``local``/``spatial``/``column_*`` chains of plain integers
-    without the tokenizer and evaluator; on seeded random chains (odd spacing, trailing commas,
-    zeros, rank changes) both must give equal models, or the same error."""
+def test_chain_pattern_gives_the_evaluators_models_and_errors():
+    """``build`` reads one-line ``local``/``spatial``/``column_*`` chains of plain integers with
+    one pattern and composes them in one pass (``register.chain``), without the tokenizer and
+    evaluator; on seeded random chains (odd spacing, trailing commas, zeros, rank changes) both
+    must give equal models, or the same error."""
     import random
 
     from layoutverify.adapters import tilus as T
@@ -544,7 +546,7 @@ def test_chain_shortcut_gives_the_evaluators_models_and_errors():
 
     shortcut = 0
     for text in texts:
-        shortcut += T._chain(text) is not None
+        shortcut += T._chain_calls(text) is not None
         assert outcome(T.build, text) == outcome(lambda t: syntax.evaluate(t, T.OurBackend(t)), text), text
     assert shortcut > 300  # the shortcut is taken, not bypassed
 
@@ -567,12 +569,12 @@ def test_layouts_made_from_digits_are_the_expressions_layouts():
                 lay = model.to_layout(warp_size=ws)
             except LayoutError:
                 continue
-            digits = "_declared_digits" in lay.__dict__
+            digits = type(lay.map).__name__ == "Digits"
             made["digits" if digits else "expressions"] += 1
             with pytest.MonkeyPatch.context() as mp:  # the expressions' route: no digits
                 mp.setattr(reg.RegisterModes, "_digit_layout", lambda *a, **k: None)
                 by_exprs = model.to_layout(warp_size=ws)
-            assert "_declared_digits" not in by_exprs.__dict__
+            assert type(by_exprs.map).__name__ != "Digits"
             assert (lay.in_dims, lay.out_dims) == (by_exprs.in_dims, by_exprs.out_dims), (calls, ws)
             assert np.array_equal(lay.table(), by_exprs.table()), (calls, ws)
     assert made["digits"] > 500 and made["expressions"] > 5, made
@@ -597,38 +599,42 @@ def test_layouts_made_from_digits_are_the_expressions_layouts():
     assert n > 400, n
 
 
-def test_chain_layouts_written_from_digits_are_the_models_layouts():
-    """``parse`` writes a one-line chain's layout from its digits (``_chain_layout``) without the
-    model; on seeded random chains (rank changes, sizes of 1, several warp sizes) it must be the
-    model's layout, and it must decline (``None``) wherever the model names an error."""
-    from layoutverify.core.compare import compare
-
+def test_one_pass_chain_is_compose_folded_over_the_calls():
+    """``register.chain`` (a chain of creation calls composed in one pass) against folding
+    ``register.compose`` call by call, Tilus's composition rule as the model states it: seeded
+    random chains (rank changes, sizes of 1, column orders, sizes past the limits) give equal
+    models, or the same error, and equal canonical layouts at several warp sizes."""
+    makers = {"local": reg.local, "spatial": reg.spatial, "column_local": reg.column_local,
+              "column_spatial": reg.column_spatial}
     rng = random.Random(20261127)
-    names = ["local", "spatial", "column_local", "column_spatial"]
-    texts = ["local(2).spatial(4, 8)", "spatial(4, 8).local(2)", "column_spatial(3, 4).local(2, 1).spatial(2)",
-             "spatial(64)", "spatial(48)", "local(1 ,1).spatial( 2,3 ,)", "spatial(16777217)",
-             "spatial(4096, 4096).local(512)"]
-    for _ in range(600):
-        calls = [f"{rng.choice(names)}({', '.join(str(rng.choice([1, 2, 3, 4, 5, 6, 8, 16])) for _ in range(rng.randint(1, 3)))})"
-                 for _ in range(rng.randint(1, 5))]
-        texts.append(rng.choice([".", " . "]).join(calls))
-    written = declined = 0
-    for text in texts:
-        for ws in (32, 8, 6, 64):
-            fast = T._chain_layout(text, ws, "x")
-            try:
-                model = T.build(text).to_layout(warp_size=ws, name="x")
-            except LayoutError:
-                assert fast is None, (text, ws)
-                declined += 1
-                continue
-            if fast is None:
-                declined += 1
-                continue
-            written += 1
-            assert (fast.in_dims, fast.out_dims) == (model.in_dims, model.out_dims), (text, ws)
-            if fast.in_size() <= 1 << 20:
-                assert np.array_equal(fast.table(), model.table()), (text, ws)
-            else:  # too large to tabulate: proved equal instead
-                assert compare(fast, model).verdict == "equal", (text, ws)
-    assert written > 1200 and declined > 50, (written, declined)
+    cases = [[("spatial", [16777217])], [("spatial", [4096, 4096]), ("local", [512])],
+             [("column_spatial", [3, 4]), ("local", [2, 1]), ("spatial", [2])]]
+    for _ in range(1500):
+        cases.append([(rng.choice(list(makers)), [rng.choice([1, 2, 3, 4, 5, 6, 8, 16]) for _ in range(rng.randint(1, 3))])
+                      for _ in range(rng.randint(1, 5))])
+
+    def outcome(fn):
+        try:
+            return ("model", fn())
+        except LayoutError as e:
+            return ("error", type(e).__name__, str(e))
+
+    def folded(calls):
+        value = None
+        for kind, args in calls:
+            step = makers[kind](*args)
+            value = step if value is None else reg.compose(value, step)
+        return value
+
+    models = 0
+    for calls in cases:
+        got, want = outcome(lambda: reg.chain(calls)), outcome(lambda: folded(calls))
+        assert got == want, calls
+        if got[0] == "model":
+            models += 1
+            for ws in (32, 6):
+                a, b = outcome(lambda: got[1].to_layout(warp_size=ws)), outcome(lambda: want[1].to_layout(warp_size=ws))
+                assert a[0] == b[0]
+                if a[0] == "model" and a[1].in_size() <= 1 << 16:
+                    assert np.array_equal(a[1].table(), b[1].table()), (calls, ws)
+    assert models > 1400

@@ -142,3 +142,57 @@ def test_one_cta_blocked_equals_the_algebra():
             want = general.drop_zero_registers() if drop else general
             got = one_cta_blocked_ll(spt, tpw, wpc, order, shape, drop_zero_registers=drop)
             assert same(got, want), (spt, tpw, wpc, order, shape, drop)
+
+
+def test_standard_nd_and_not_smaller_equal_their_products():
+    """``standard_nd`` and ``not_smaller`` are built in one pass; by definition they are products
+    of one-dim identities (``identityStandardND``: the identities of the dims in ``order``;
+    ``ensureLayoutNotSmallerThan``: ``self * identity1d(desired / actual, first in dim, out dim)``
+    per short out dim, in the layout's out-dim order)."""
+    rng = random.Random(6)
+    for _ in range(2000):
+        rank = rng.randint(1, 3)
+        order = rng.sample(range(rank), rank)
+        sizes = [1 << rng.randint(0, 3) for _ in range(rank)]
+        in_dim = rng.choice(INS)
+        want = LL.empty()
+        for d in order:
+            want = product_reference(want, LL.identity1d(sizes[d], in_dim, f"dim{d}"))
+        assert same(LL.standard_nd(in_dim, sizes, order), want), (in_dim, sizes, order)
+        a = random_ll(rng)
+        if not a.bases:
+            continue
+        shape = {n: s << rng.randint(0, 2) for n, s in a.outs}
+        want = a
+        for n, actual in a.outs:
+            if actual < shape[n]:
+                want = product_reference(want, LL.identity1d(shape[n] // actual, list(a.bases)[0], n))
+        assert same(a.not_smaller(shape), want), (a, shape)
+
+
+def test_inferred_sizes_equal_the_definition():
+    """``LL.inferred`` (and ``_sizes_inferred``) read the out sizes at C speed in the common case:
+    each out size is the smallest power of two above every basis entry of that dim (1 if none);
+    negative entries are refused."""
+    rng = random.Random(7)
+    for _ in range(3000):
+        names = rng.sample(OUTS, rng.randint(1, 3))
+        bases = {i: [[rng.choice([0, 0, 1, 2, 3, 5, 8, 12]) for _ in names] for _ in range(rng.randint(0, 3))]
+                 for i in rng.sample(INS, rng.randint(1, 3))}
+        want = []
+        for d in range(len(names)):
+            top = max([v[d] for vs in bases.values() for v in vs], default=0)
+            want.append((names[d], 1 << top.bit_length() if top else 1))
+        got = LL.inferred({k: [list(v) for v in vs] for k, vs in bases.items()}, names, require_surjective=False)
+        assert got.outs == want, (bases, names)
+        assert same(LL(bases, [(n, 64) for n in names])._sizes_inferred(), got)
+        if any(v for vs in bases.values() for v in vs):
+            neg = {k: [list(v) for v in vs] for k, vs in bases.items()}
+            k = next(k for k, vs in neg.items() if vs)
+            neg[k][0][0] = -1
+            try:
+                LL.inferred(neg, names, require_surjective=False)
+            except Exception as e:  # noqa: BLE001 - the error type is the point
+                assert type(e).__name__ == "LayoutError"
+            else:
+                raise AssertionError(f"negative entry accepted: {neg}")

@@ -32,8 +32,8 @@ import re
 from layoutverify.core.errors import LayoutError, UnsupportedError
 from layoutverify.core.layout import Layout
 
-from layoutverify.core.fragment import Fragment
-from layoutverify.core.dotted import error, tokenize
+from layoutverify.adapters.isa.fragment import Fragment
+from layoutverify.adapters.isa.dotted import error, tokenize
 from . import cdna as _cdna
 from . import rdna as _rdna
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from layoutverify.core.fragment import Fragment
+from layoutverify.adapters.isa.fragment import Fragment
 
 CALC = "AMD Matrix Instruction Calculator 1.3.2 (gfx9 register rule)"
 
@@ -61,6 +61,8 @@ BITS = {"f32": 32, "xf32": 32, "f16": 16, "bf16": 16, "i8": 8, "fp8": 8, "bf8": 
 
 @dataclass(frozen=True)
 class Mfma:
+    """One CDNA MFMA instruction: ``D (m x n) = A (m x k) * B (k x n) + C`` per block, with its operand
+    types, block count and the CDNA generations that have it."""
     name: str                  #: canonical mnemonic
     archs: tuple[str, ...]     #: CDNA generations that have it
     m: int

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 from layoutverify.core.errors import UnsupportedError
 
-from layoutverify.core.fragment import Fragment
+from layoutverify.adapters.isa.fragment import Fragment
 
 CALC = "AMD Matrix Instruction Calculator 1.3.2"
 BITS = {"f16": 16, "bf16": 16, "iu8": 8, "fp8": 8, "bf8": 8, "iu4": 4, "f32": 32, "i32": 32}
@@ -54,6 +54,8 @@ BITS = {"f16": 16, "bf16": 16, "iu8": 8, "fp8": 8, "bf8": 8, "iu4": 4, "f32": 32
 
 @dataclass(frozen=True)
 class Wmma:
+    """One RDNA WMMA instruction: ``D (16 x 16) = A (16 x k) * B (k x 16) + C`` on a wave32 (sparse: A
+    holds half its columns), with its operand types and architecture."""
     name: str
     arch: str            #: "rdna3" or "rdna4"
     k: int
@@ -63,14 +65,17 @@ class Wmma:
 
     @property
     def a_cols(self) -> int:
+        """Columns of A held in registers: ``k``, or ``k / 2`` for the sparse (SWMMAC) forms."""
         return self.k // 2 if self.sparse else self.k
 
     @property
     def in_bits(self) -> int:
+        """Bits of an A/B element."""
         return BITS[self.in_type]
 
     @property
     def out_bits(self) -> int:
+        """Bits of a C/D element."""
         return BITS[self.out_type]
 
 

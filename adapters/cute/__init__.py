@@ -68,8 +68,8 @@ from layoutverify.core.layout import Layout
 
 from .atoms import CopyAtom, MmaAtom, copy_atoms, mma_atoms
 from .coord import CoordLayout
-from .canonical import flat_memory_layout, function_layout, memory_layout
-from .interp import evaluate_text, flat_layout, nested_layout
+from .canonical import function_layout, memory_layout
+from .interp import evaluate_text
 from .layout import CuteLayout, Underscore, leaves
 from .swizzle import ComposedLayout, Swizzle
 from .tv import TVLayout, copy_tv, mma_tv, written_tv_to_register
@@ -200,11 +200,6 @@ def parse(text: str, shape=None, **options) -> Layout:
         if as_ not in (None, "register"):
             raise LayoutError(f"'tv:' declares a register layout; as_={as_!r} contradicts it")
         body, as_ = body[len(TV_PREFIX):], "register"
-    if shape is None and as_ in (None, "memory"):  # a flat layout of plain integers, written out
-        flat = flat_layout(body) or nested_layout(body)
-        lay = None if flat is None else flat_memory_layout(*flat, name=text.strip())
-        if lay is not None:
-            return lay
     value = evaluate_text(body, bits=bits)
     return to_canonical(value, shape, as_=as_, warp_size=warp_size, name=text.strip(), bits=bits)
 

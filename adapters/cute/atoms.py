@@ -39,6 +39,9 @@ def _load_toml() -> dict:
 
 @dataclass(frozen=True)
 class MmaAtom:
+    """A CuTe MMA atom (``MMA_Traits``): its ``(M, N, K)``, the thread id layout ``thr_id`` and each
+    operand's thread/value layout (``(thread, value) -> (m, k)`` etc., column-major tile; ``None``
+    for an operand read from shared memory through a descriptor)."""
     name: str
     shape_mnk: tuple[int, int, int]
     thr_id: CuteLayout
@@ -49,6 +52,8 @@ class MmaAtom:
     source: str = ""
 
     def tv(self, operand: str) -> CuteLayout:
+        """The thread/value layout of operand ``A``, ``B`` or ``C``; an operand that is not held in
+        registers is an :class:`UnsupportedError`."""
         lay = getattr(self, operand)
         if lay is None:
             raise UnsupportedError(f"{self.name}: operand {operand} is read from shared memory through a GMMA "
@@ -62,11 +67,15 @@ class MmaAtom:
         return {"A": (m, k), "B": (n, k), "C": (m, n)}[operand]
 
     def operands(self) -> list[str]:
+        """The operands held in registers (of ``A``, ``B``, ``C``)."""
         return [o for o in OPERANDS if getattr(self, o) is not None]
 
 
 @dataclass(frozen=True)
 class CopyAtom:
+    """A CuTe copy atom (``Copy_Traits``): the thread id layout and the source and destination
+    thread/value layouts (``(thread, value) -> bit offset``); ``registers`` names the side held in
+    registers."""
     name: str
     thr_id: CuteLayout
     src: CuteLayout
@@ -76,6 +85,7 @@ class CopyAtom:
     source: str = ""
 
     def tv(self, operand: str) -> CuteLayout:
+        """The thread/value layout of side ``Src`` or ``Dst``."""
         return {"Src": self.src, "Dst": self.dst}[operand]
 
 

@@ -52,6 +52,9 @@ def _leaf_weights(layout: CuteLayout):
     modes = layout.shape if is_tuple(layout.shape) else (layout.shape,)
     strides = layout.stride if is_tuple(layout.stride) else (layout.stride,)
     for k, (ms, md) in enumerate(zip(modes, strides)):
+        if type(ms) is int:  # a leaf mode (the common case)
+            out.append((ms, md, k, 1))
+            continue
         w = 1
         for s, d in zip(leaves(ms), leaves(md)):
             out.append((s, d, k, w))
@@ -155,10 +158,12 @@ def memory_layout(layout, shape=None, *, name=None) -> Layout:
     inner = layout.inner if isinstance(layout, ComposedLayout) else layout
     if not isinstance(inner, CuteLayout):
         raise LayoutError(f"not a layout: {layout}")
-    n = inner.size()
+    lw = _leaf_weights(inner)
+    n = 1
+    for size, _, _, _ in lw:  # (the layout's size: the product of its leaf sizes)
+        n *= size
     if n > MAX_CANONICAL:
         _check_size(n, f"CuTe layout {layout}")
-    lw = _leaf_weights(inner)
     out_dims = _logical_dims(inner, shape)
     outer = None
     ms = _sorted_compact_modes(inner, lw)
@@ -208,30 +213,6 @@ def _digits_layout(ms, lw, n: int, out_dims, name: str) -> Layout:
         strides[k] = w
         digits.append(("offset", d, s, strides))
     return Layout.from_digits([("offset", n), ("block", 1)], out_dims, digits, name=name)
-
-
-def flat_memory_layout(shape: tuple, stride: tuple, *, name: str) -> Layout | None:
-    """:func:`memory_layout` of ``shape:stride`` of plain non-negative ints, flat or with one level
-    of nesting (checked by :func:`.interp.flat_layout` / :func:`.interp.nested_layout`; no ``shape=``
-    option), without the CuTe value: its leaf weights read off the tuples, then
-    :func:`_digits_layout`; ``None`` when it is not a compact mixed-radix system (the general path
-    names the coordinates that collide, or the hole)."""
-    lw = []      # as _leaf_weights: (size, stride, top-level mode, colex weight inside it)
-    sizes = []
-    n = 1
-    for k, (ms, md) in enumerate(zip(shape, stride)):
-        w = 1
-        for s, d in (zip(ms, md) if type(ms) is tuple else ((ms, md),)):
-            lw.append((s, d, k, w))
-            w *= s
-        sizes.append(w)
-        n *= w
-    if n > MAX_CANONICAL:
-        return None
-    ms = _sorted_compact_modes(None, lw)
-    if ms is None:
-        return None
-    return _digits_layout(ms, lw, n, [(f"dim{k}", s) for k, s in enumerate(sizes)], name)
 
 
 def _memory_from_table(layout, inner, shape, out_dims, name) -> Layout:

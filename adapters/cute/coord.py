@@ -85,6 +85,7 @@ class CoordLayout:
         return self._paths
 
     def size(self) -> int:
+        """The number of 1-D coordinates: the product of the shape's leaves."""
         n = 1
         for s in leaves(self.shape):
             n *= int(s)
@@ -114,6 +115,9 @@ class CoordLayout:
         return build(())
 
     def canonical(self, name: str | None = None) -> Layout:
+        """The canonical layout of the function view: hardware dim ``idx`` (the 1-D coordinate, first
+        mode fastest) -> the coordinate its ``ScaledBasis`` strides give, one logical dim per basis
+        path."""
         modes = self.shape if is_tuple(self.shape) else (self.shape,)
         strides = self.stride if is_tuple(self.stride) else (self.stride,)
         in_dims, acc = [], {p: E.Const(0) for p in self.paths}

@@ -55,10 +55,12 @@ void emit(const char* id, F const& fn) { emit2(id, fn, fn); }
 
 @dataclass(frozen=True)
 class Toolchain:
+    """The C++ compiler and CUTLASS include folders used to compile CuTe programs (the C++ oracle)."""
     cxx: str
     includes: tuple[str, ...]
 
     def flags(self) -> list[str]:
+        """The compiler flags: the standard and warning options and ``-I`` for every include folder."""
         return CXXFLAGS + [f"-I{d}" for d in self.includes]
 
 

@@ -75,6 +75,9 @@ def uses_cpp_integers(text: str) -> bool:
 
 
 class Interpreter:
+    """Evaluates a parsed CuTe expression (:mod:`.parser`) into CuTe values (layouts, swizzles,
+    composed layouts, atoms, TV layouts) with the algebra of :mod:`.algebra`; ``dynamic`` makes bare
+    integers dynamic (C++ runtime values)."""
     def __init__(self, text: str, *, bits: int = 16, dynamic: bool | None = None):
         self.text = text
         self.bits = bits
@@ -93,6 +96,7 @@ class Interpreter:
 
     # -- values ------------------------------------------------------------------------------
     def eval(self, node: Node):
+        """The value of a node (numbers, tuples, ``shape:stride`` literals, ``o`` chains, names and calls)."""
         if isinstance(node, Num):
             return Dyn(node.value) if self.dynamic and not node.static else node.value
         if isinstance(node, Under):
@@ -138,12 +142,15 @@ class Interpreter:
             raise self.error(e, node) from None
 
     def inttuple(self, node: Node, what: str):
+        """The value of a node that must be an IntTuple (the shape or stride of a layout literal)."""
         v = self.eval(node)
         if not _is_inttuple(v):
             raise self.error(f"the {what} of a layout must be integers or tuples of integers", node)
         return v
 
     def chain(self, node: Chain):
+        """``outer o [offset o] inner``: a composed layout (a swizzle or layout over an inner layout,
+        with an optional offset or smem pointer type)."""
         vals = [self.eval(p) for p in node.parts]
         if len(vals) == 3:
             outer, off, inner = vals
@@ -178,6 +185,8 @@ class Interpreter:
 
     # -- names and calls -----------------------------------------------------------------------
     def named(self, node: Name):
+        """A name, or a call of a CuTe function by name (``composition(a, b)``), with its template and
+        keyword arguments."""
         name = node.name
         short = name.split("::")[-1]
         if node.args is None:
@@ -203,11 +212,14 @@ class Interpreter:
         return self.attr(node, out)
 
     def attr(self, node: Name, val):
+        """``NAME.ATTR`` applies to atom names only: the value unchanged, or an error at the attribute."""
         if node.attr is None:
             return val
         raise ParseError(f"'.{node.attr}' applies to an atom name", self.text, node.attr_col, node.attr)
 
     def bare_name(self, node: Name, short: str):
+        """A name without a call: a swizzle ``Sw<B,M,S>``, ``_`` / ``LayoutLeft`` markers, or an MMA or
+        copy atom (with its operand)."""
         if short in ("Sw", "Swizzle", "S"):       # S<B,M,S>: the CuTe DSL's print of a swizzle
             if len(node.targs) != 3 or not all(isinstance(t, Num) for t in node.targs):
                 raise self.error("a swizzle is Sw<B,M,S> with three integers", node, node.name)
@@ -274,6 +286,8 @@ class Interpreter:
         raise LayoutError(f"unknown C++ type {node.name!r} in template arguments")
 
     def atom_operand(self, atom, operand: str, node: Node, bits: int | None = None, col: int | None = None):
+        """The thread/value layout of an atom's operand (``A``/``B``/``C`` of an MMA atom,
+        ``Src``/``Dst`` of a copy atom)."""
         if col is not None:
             node = Name(col, operand)
         if isinstance(atom, MmaAtom):

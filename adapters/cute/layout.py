@@ -304,6 +304,7 @@ class CuteLayout:
         return f"{cpp_fmt(self.shape)}:{cpp_fmt(self.stride)}"
 
     def rank(self) -> int:
+        """The number of top-level modes."""
         return rank(self.shape)
 
     def mode(self, i: int) -> "CuteLayout":
@@ -317,6 +318,7 @@ class CuteLayout:
         return self
 
     def modes(self) -> list["CuteLayout"]:
+        """The top-level modes, each as a layout."""
         return [self.mode(i) for i in range(self.rank())]
 
     def flat_modes(self) -> list[tuple[int, int]]:
@@ -324,6 +326,7 @@ class CuteLayout:
         return list(zip(leaves(self.shape), leaves(self.stride)))
 
     def size(self) -> int:
+        """C++ ``size``: the number of 1-D coordinates (the product of the shape)."""
         return product(self.shape)
 
     def cosize(self) -> int:
@@ -353,6 +356,7 @@ class CuteLayout:
         return off
 
     def iter_modes(self) -> Iterator["CuteLayout"]:
+        """Iterate over the top-level modes (as :meth:`modes`)."""
         yield from self.modes()
 
 

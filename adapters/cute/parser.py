@@ -36,6 +36,8 @@ MAX_INT_DIGITS = 30
 
 @dataclass(frozen=True)
 class Token:
+    """A token of CuTe text: its kind (``INT``, ``BASIS``, ``NAME``, punctuation, ``EOF``), text as
+    written, 1-based column and integer value."""
     kind: str      # INT BASIS NAME US SMEM ( ) , : < > . = - EOF
     text: str
     col: int       # 1-based
@@ -108,11 +110,13 @@ def tokenize(text: str) -> list[Token]:
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class Node:
+    """A node of the parse tree, with the 1-based column of its first token."""
     col: int
 
 
 @dataclass
 class Num(Node):
+    """An integer literal (``static``: written ``_N``, CuTe C++'s print of a static integer)."""
     value: int
     static: bool = False      #: written ``_N`` (CuTe's print of a static integer)
 
@@ -127,32 +131,39 @@ class BasisLit(Node):
 
 @dataclass
 class Under(Node):
+    """``_``: CuTe's underscore (a mode left whole in a slice or tiler)."""
     pass
 
 
 @dataclass
 class Smem(Node):
+    """``smem_ptr[16b]``: the shared-memory pointer type of a composed layout's offset (its element bits)."""
     bits: int
 
 
 @dataclass
 class Tup(Node):
+    """A parenthesised tuple ``(a, b, ...)``."""
     items: list
 
 
 @dataclass
 class LayoutLit(Node):
+    """A layout literal ``shape:stride``."""
     shape: Node
     stride: Node
 
 
 @dataclass
 class Chain(Node):
+    """A composition chain ``a o b o c``."""
     parts: list
 
 
 @dataclass
 class Name(Node):
+    """A name, with template arguments (``Sw<3,4,3>``), call arguments and keywords when it is a call,
+    and an attribute (``ATOM.A``)."""
     name: str
     targs: list = field(default_factory=list)     # template arguments: Num or Name nodes
     args: list | None = None                     # call arguments (None: not a call)
@@ -163,6 +174,8 @@ class Name(Node):
 
 # ---------------------------------------------------------------------------------------------
 class Parser:
+    """Recursive-descent parser of CuTe text (grammar in the module docstring); nesting is limited
+    (``MAX_NESTING``) and every error names its token and column."""
     def __init__(self, text: str):
         self.text = text
         self.toks = tokenize(text)
@@ -172,32 +185,39 @@ class Parser:
     # -- helpers -----------------------------------------------------------------------------
     @property
     def tok(self) -> Token:
+        """The current token."""
         return self.toks[self.i]
 
     def next(self) -> Token:
+        """Consume and return the current token."""
         t = self.toks[self.i]
         self.i += 1
         return t
 
     def error(self, msg: str, tok: Token | None = None):
+        """A :class:`ParseError` at ``tok`` (the current token by default)."""
         tok = tok or self.tok
         return ParseError(msg, self.text, tok.col, tok.text if tok.kind != "EOF" else "end of text")
 
     def expect(self, kind: str, what: str) -> Token:
+        """Consume a token of ``kind``, or raise an error saying ``what`` was expected."""
         if self.tok.kind != kind:
             raise self.error(f"expected {what}")
         return self.next()
 
     def enter(self, tok: Token):
+        """One more level of nesting (an error past ``MAX_NESTING``)."""
         self.depth += 1
         if self.depth > MAX_NESTING:
             raise self.error(f"nesting deeper than {MAX_NESTING} levels", tok)
 
     def leave(self):
+        """One level of nesting less."""
         self.depth -= 1
 
     # -- grammar -----------------------------------------------------------------------------
     def parse(self) -> Node:
+        """The whole text as one expression (an error for text left over)."""
         if self.tok.kind == "EOF":
             raise self.error("empty CuTe layout text")
         node = self.expr()
@@ -208,6 +228,7 @@ class Parser:
         return node
 
     def expr(self) -> Node:
+        """``expr := term ('o' term)*``: a chain when there is an ``o``."""
         first = self.term()
         parts = [first]
         while self.tok.kind == "NAME" and self.tok.text == "o":
@@ -218,6 +239,7 @@ class Parser:
         return Chain(first.col, parts)
 
     def term(self) -> Node:
+        """``term := primary (':' primary)?``: a layout literal when there is a ``:``."""
         node = self.primary()
         if self.tok.kind == ":":
             self.next()
@@ -226,6 +248,7 @@ class Parser:
         return node
 
     def primary(self) -> Node:
+        """An integer, basis literal, ``_``, tuple, name or call."""
         t = self.tok
         if t.kind == "BASIS":
             self.next()
@@ -270,6 +293,7 @@ class Parser:
         raise self.error("unexpected token")
 
     def named(self) -> Node:
+        """A name with optional template arguments, call arguments and attribute."""
         t = self.next()
         node = Name(t.col, t.text)
         if self.tok.kind == "<":
@@ -305,6 +329,7 @@ class Parser:
         return node
 
     def arg(self, call: Name) -> None:
+        """One call argument, positional or ``name = value``."""
         if self.tok.kind == "NAME" and self.toks[self.i + 1].kind == "=":
             k = self.next()
             self.next()
@@ -317,6 +342,7 @@ class Parser:
         call.args.append(self.expr())
 
     def targ(self) -> Node:
+        """One template argument: an integer (optionally negative) or a name."""
         t = self.tok
         if t.kind == "-":
             self.next()

@@ -33,6 +33,8 @@ from .layout import CuteLayout
 
 @dataclass(frozen=True)
 class Swizzle:
+    """CuTe's ``Swizzle<B, M, S>``: ``x ^ ((x & yyy_msk) >> S)`` (``S >= 0``; ``<<`` for ``S < 0``),
+    i.e. the ``B`` bits above bit ``M + S`` are XORed into the ``B`` bits above bit ``M``."""
     B: int
     M: int
     S: int
@@ -53,14 +55,17 @@ class Swizzle:
 
     @property
     def bit_msk(self) -> int:
+        """``2**B - 1``: ``B`` low bits."""
         return (1 << self.B) - 1
 
     @property
     def yyy_msk(self) -> int:
+        """The bits read: ``B`` bits from bit ``M + max(0, S)``."""
         return self.bit_msk << (self.M + max(0, self.S))
 
     @property
     def zzz_msk(self) -> int:
+        """The bits changed: ``B`` bits from bit ``M - min(0, S)``."""
         return self.bit_msk << (self.M - min(0, self.S))
 
     def __call__(self, x):
@@ -79,10 +84,13 @@ class Swizzle:
         return x ^ ((x & self.yyy_msk) << -self.S)
 
     def is_identity(self) -> bool:
+        """Whether the swizzle changes nothing (``B == 0``)."""
         return self.B == 0
 
     # C++ upcast/downcast of a swizzle (swizzle_layout.hpp)
     def upcast(self, n: int) -> "Swizzle":
+        """C++ ``upcast<n>`` of a swizzle: the same permutation on addresses in units ``n`` times
+        larger (``M`` decreased by ``log2(n)``, bits below the unit dropped)."""
         k = _log2(n, "upcast")
         m = self.M - k
         if m >= 0:
@@ -90,6 +98,8 @@ class Swizzle:
         return Swizzle(max(self.B + m, 0), 0, self.S)
 
     def downcast(self, n: int) -> "Swizzle":
+        """C++ ``downcast<n>``: the same permutation on addresses in units ``n`` times smaller (``M``
+        increased by ``log2(n)``)."""
         return Swizzle(self.B, self.M + _log2(n, "downcast"), self.S)
 
     def recast_bytes_to_bits(self, bits: int) -> "Swizzle":
@@ -172,19 +182,24 @@ class ComposedLayout:
         return self.outer
 
     def with_inner(self, inner: CuteLayout) -> "ComposedLayout":
+        """The same outer function and offset over another inner layout."""
         return ComposedLayout(self.outer, self.offset, inner, self.smem_bits)
 
     def size(self) -> int:
+        """The inner layout's size."""
         return self.inner.size()
 
     def rank(self) -> int:
+        """The inner layout's rank."""
         return self.inner.rank()
 
     def mode(self, i: int) -> "ComposedLayout":
+        """Mode ``i`` of the inner layout, under the same outer function and offset."""
         return self.with_inner(self.inner.mode(i))
 
     @property
     def shape(self):
+        """The inner layout's shape."""
         return self.inner.shape
 
     def offsets(self) -> np.ndarray:

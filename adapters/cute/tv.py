@@ -56,6 +56,8 @@ class TVLayout:
         return f"{self.name}.{self.operand}"
 
     def layout(self, warp_size: int = 32) -> Layout:
+        """The canonical register layout (:func:`tv_to_register`): value -> ``register``, thread ->
+        ``lane``/``warp`` for ``warp_size``."""
         return tv_to_register(self, warp_size)
 
 

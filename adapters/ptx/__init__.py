@@ -61,8 +61,8 @@ from . import mma as _mma
 from . import sparse as _sparse
 from . import tcgen05 as _tcgen05
 from . import wgmma as _wgmma
-from .fragment import Fragment
-from .syntax import Token, error, tokenize
+from layoutverify.adapters.isa.fragment import Fragment
+from layoutverify.adapters.isa.dotted import Token, error, tokenize
 
 __all__ = ["parse", "fragment", "list_fragments", "FRAGMENTS", "Fragment"]
 

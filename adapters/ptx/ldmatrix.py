@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from layoutverify.core.errors import LayoutError
 
-from .fragment import Fragment
+from layoutverify.adapters.isa.fragment import Fragment
 
 ISA = "PTX ISA §9.7.14.5.15"
 NUMS = {"x1": 1, "x2": 2, "x4": 4}

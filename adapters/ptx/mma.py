@@ -18,7 +18,7 @@ Section numbers are those of PTX ISA 8.7/8.8 (9.7.14.5.x).
 """
 from __future__ import annotations
 
-from .fragment import Fragment, bit
+from layoutverify.adapters.isa.fragment import Fragment, bit
 
 ISA = "PTX ISA §9.7.14.5"
 

@@ -38,7 +38,7 @@ against CUTLASS); D is the dense ``wgmma`` D ("the same as ... wgmma.mma_async.m
 from __future__ import annotations
 
 from . import mma
-from .fragment import Fragment, bit
+from layoutverify.adapters.isa.fragment import Fragment, bit
 from .mma import group_id, thread_in_group
 
 ISA = "PTX ISA §9.7.14.6.2"

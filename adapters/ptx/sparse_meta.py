@@ -49,7 +49,7 @@ threads against CUTLASS's SM90 ``ELayout_64x32/64x16/64x64``.
 """
 from __future__ import annotations
 
-from .fragment import Fragment, bit
+from layoutverify.adapters.isa.fragment import Fragment, bit
 from .mma import group_id
 
 ISA = "PTX ISA §9.7.14.6"

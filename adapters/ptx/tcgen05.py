@@ -30,7 +30,7 @@ fragment places it at column ``num`` (``immHalfSplitoff = num``, what CUTLASS's
 """
 from __future__ import annotations
 
-from .fragment import Fragment, bit
+from layoutverify.adapters.isa.fragment import Fragment, bit
 
 ISA = "PTX ISA §9.7.16.2.3.1"
 

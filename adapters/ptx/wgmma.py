@@ -23,7 +23,7 @@ N ranges (ISA §9.7.15.2 Matrix Shape / the fragment tables): f16/f32 accumulato
 from __future__ import annotations
 
 from . import mma
-from .fragment import Fragment, bit
+from layoutverify.adapters.isa.fragment import Fragment, bit
 from .mma import group_id, thread_in_group
 
 ISA = "PTX ISA §9.7.15.5.1.1"

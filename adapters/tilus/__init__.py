@@ -57,6 +57,7 @@ class OurBackend(syntax.Backend):
         self.text = text
 
     def kind_of(self, v):
+        """``reg``, ``shared`` or ``swizzle`` for our model's values, ``None`` otherwise."""
         if isinstance(v, reg.RegisterModes):
             return "reg"
         if isinstance(v, sh.SharedModes):
@@ -66,6 +67,8 @@ class OurBackend(syntax.Backend):
         return None
 
     def call(self, name, b, node):
+        """Call Tilus function ``name`` with bound arguments ``b`` on our models (:mod:`.register`,
+        :mod:`.shared`); errors located at ``node``."""
         fns = {
             "spatial": lambda: reg.spatial(*b["shape"], ranks=b["ranks"]),
             "local": lambda: reg.local(*b["shape"], ranks=b["ranks"]),
@@ -103,6 +106,8 @@ class OurBackend(syntax.Backend):
         return syntax.wrap_errors(self.text, node, fns[name])
 
     def method(self, kind, name, recv, b, node):
+        """Method ``name`` of a model value (register chains ``.local(...)``, ``.spatial(...)``,
+        ``.reduce_to``; shared ``apply_swizzle``, ``permute``, ...)."""
         if kind == "reg":
             if name == "reduce_to":
                 return syntax.wrap_errors(self.text, node, reg.reduce_to, recv, b["shape"])
@@ -159,8 +164,6 @@ def looks_like(text: str) -> bool:
 _CHAIN_CALL = r"(local|spatial|column_local|column_spatial)[ \t]*\([ \t]*([1-9][0-9]{0,8}(?:[ \t]*,[ \t]*[1-9][0-9]{0,8})*)[ \t]*,?[ \t]*\)"
 _CHAIN = re.compile(rf"[ \t]*{_CHAIN_CALL}(?:[ \t]*\.[ \t]*{_CHAIN_CALL})*[ \t]*")
 _CHAIN_PART = re.compile(_CHAIN_CALL)
-_CHAIN_MAKERS = {"local": reg.local, "spatial": reg.spatial, "column_local": reg.column_local,
-                 "column_spatial": reg.column_spatial}
 
 
 def _chain_calls(text) -> list[tuple[str, list[int]]] | None:
@@ -173,93 +176,19 @@ def _chain_calls(text) -> list[tuple[str, list[int]]] | None:
     return calls if len(calls) <= min(8, syntax.MAX_CHAIN) else None
 
 
-def _chain(text: str):
-    """The model of ``local(2, 3).spatial(4, 8)``-style text (:func:`_chain_calls`), built without
-    the tokenizer and evaluator; ``None`` for anything else, or where a step refuses (the
-    evaluator then names the error where it is)."""
-    calls = _chain_calls(text)
-    if calls is None:
-        return None
-    try:
-        value = None
-        for fn, args in calls:
-            step = _CHAIN_MAKERS[fn](*args)
-            value = step if value is None else reg.compose(value, step)
-        return value
-    except LayoutError:
-        return None
-
-
-def _chain_layout(text: str, warp_size: int, name: str) -> Layout | None:
-    """The canonical layout of a one-line ``local``/``spatial``/``column_*`` chain of plain
-    integers (:func:`_chain_calls`), written out from its digits without the model; ``None``
-    where :func:`_chain` declines, where a limit of the model applies, or where the thread count
-    is not a whole number of warps (the model's path then builds it or names the error).
-
-    Call ``k`` of the chain (outermost first) composes as Tilus doc 8.3.2 says: the calls after it
-    are the inner tile, so its index along dim ``d`` weighs the product of their sizes along ``d``,
-    and its local (thread) index weighs the product of their local (thread) counts. Inside a call,
-    ``local``/``spatial`` are row-major (the last dim fastest), ``column_*`` column-major; a call
-    of lower rank gets leading dims of size 1. ``tests/test_tilus_sweep.py`` holds it to the
-    model's layouts."""
-    calls = _chain_calls(text)
-    if calls is None:
-        return None
-    rank = max(len(sizes) for _, sizes in calls)
-    if rank > reg.MAX_RANK:
-        return None
-    calls = [(kind, [1] * (rank - len(sizes)) + sizes) for kind, sizes in calls]
-    shape = [1] * rank
-    threads = locals_ = 1
-    for kind, sizes in calls:
-        count = 1
-        for d, n in enumerate(sizes):
-            if n > reg.MAX_SIZE:
-                return None
-            shape[d] *= n
-            count *= n
-        if kind.endswith("spatial"):
-            threads *= count
-        else:
-            locals_ *= count
-    if max(shape) > reg.MAX_SIZE or threads * locals_ > reg.MAX_ELEMENTS or threads > reg.MAX_THREADS:
-        return None
-    if threads <= warp_size:
-        lanes, warps = threads, 1
-    elif threads % warp_size:
-        return None
-    else:
-        lanes, warps = warp_size, threads // warp_size
-    thread_digits, local_digits = [], []
-    weight = [1] * rank          # per dim: the product of the later calls' sizes
-    t_place = l_place = 1        # the later calls' thread / local counts
-    for kind, sizes in reversed(calls):
-        column = kind.startswith("column")
-        digits, place = (thread_digits, t_place) if kind.endswith("spatial") else (local_digits, l_place)
-        for d in (range(rank) if column else reversed(range(rank))):  # fastest dim first
-            n = sizes[d]
-            if n > 1:
-                strides = [0] * rank
-                strides[d] = weight[d]
-                digits.append((place, n, strides))
-            place *= n
-        if kind.endswith("spatial"):
-            t_place = place
-        else:
-            l_place = place
-        for d in range(rank):
-            weight[d] *= sizes[d]
-    return reg.layout_from_digits(shape, locals_, lanes, warps, thread_digits, local_digits, name)
-
-
 def build(text: str):
     """Our model of ``text``: a :class:`~layoutverify.adapters.tilus.register.RegisterModes` or
-    :class:`~layoutverify.adapters.tilus.shared.SharedModes`. A one-line chain of ``local`` /
-    ``spatial`` / ``column_local`` / ``column_spatial`` with plain integers is built directly
-    (``tests/test_tilus_sweep.py`` holds it to the evaluator's models and errors)."""
-    value = _chain(text)
-    if value is not None:
-        return value
+    :class:`~layoutverify.adapters.tilus.shared.SharedModes`. The expression is read by the
+    evaluator (:mod:`.syntax`, Python's ``ast``); a one-line chain of ``local`` / ``spatial`` /
+    ``column_local`` / ``column_spatial`` with plain integers is read by one pattern and composed
+    in one pass (:func:`.register.chain`), the same model (``tests/test_tilus_sweep.py``); where a
+    step of it refuses, the evaluator names the error where it is."""
+    calls = _chain_calls(text)
+    if calls is not None:
+        try:
+            return reg.chain(calls)
+        except LayoutError:
+            pass
     value = syntax.evaluate(text, OurBackend(text))
     if not isinstance(value, (reg.RegisterModes, sh.SharedModes)):
         raise LayoutError(f"{text[:60]!r} is not a layout (it evaluates to a {type(value).__name__})")
@@ -267,12 +196,9 @@ def build(text: str):
 
 
 def parse(text: str, shape=None, **options) -> Layout:
-    """Parse a Tilus layout expression into a canonical :class:`~layoutverify.core.layout.Layout`."""
+    """Parse a Tilus layout expression into a canonical :class:`~layoutverify.core.layout.Layout`:
+    our model of the text (:func:`build`), then the model's own canonical layout."""
     warp_size = _options(options)
-    if type(text) is str:
-        lay = _chain_layout(text, warp_size, "tilus:" + " ".join(text.split())[:80])
-        if lay is not None:
-            return _check_shape(lay, shape, text)
     model = build(text)
     name = "tilus:" + " ".join(text.split())[:80]
     if isinstance(model, sh.SharedModes):

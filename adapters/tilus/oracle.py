@@ -45,6 +45,7 @@ class TilusBackend(syntax.Backend):
          self.register_layout, self.shared_layout) = _tilus()
 
     def kind_of(self, v):
+        """``reg``, ``shared`` or ``swizzle`` for tilus's own values, ``None`` otherwise."""
         if isinstance(v, self.RegisterLayout):
             return "reg"
         if isinstance(v, self.SharedLayout):
@@ -63,6 +64,8 @@ class TilusBackend(syntax.Backend):
                               f"(token {syntax._short(node.token, 24)!r}): {type(e).__name__}: {e}") from None
 
     def call(self, name, b, node):
+        """Call Tilus function ``name`` with bound arguments ``b`` in the installed tilus (its
+        ``register_ops`` / ``shared_ops``); its errors become :class:`NativeError` at ``node``."""
         R, S = self.R, self.S
         ranks = (lambda: list(b["ranks"]) if b.get("ranks") is not None else None)
         table = {
@@ -108,6 +111,7 @@ class TilusBackend(syntax.Backend):
         return self._run(node, table[name])
 
     def method(self, kind, name, recv, b, node):
+        """Method ``name`` of a tilus value, called in the installed tilus."""
         if kind == "reg":
             if name == "reduce_to":
                 return self._run(node, recv.reduce_to, list(b["shape"]))

@@ -162,26 +162,32 @@ class RegisterModes:
     # -- attributes ------------------------------------------------------------------------------
     @property
     def rank(self) -> int:
+        """The number of tensor dims."""
         return len(self.shape)
 
     @property
     def mode_shape(self) -> tuple:
+        """The mode sizes, in mode order."""
         return tuple(n for _, n in self.modes)
 
     @property
     def spatial_shape(self) -> tuple:
+        """The sizes of the thread modes, most significant first (a replication ``-r`` counts ``r``)."""
         return tuple(-m if m < 0 else self.modes[m][1] for m in self.spatial)
 
     @property
     def local_shape(self) -> tuple:
+        """The sizes of the local modes, most significant first."""
         return tuple(self.modes[m][1] for m in self.local)
 
     @property
     def num_threads(self) -> int:
+        """Threads of the layout: the product of the spatial shape."""
         return _prod(self.spatial_shape)
 
     @property
     def local_size(self) -> int:
+        """Locals (registers) per thread: the product of the local shape."""
         return _prod(self.local_shape)
 
     def groups(self) -> list[list[int]]:
@@ -305,23 +311,28 @@ class RegisterModes:
     def _digit_layout(self, R: int, T: int, lanes: int, warps: int, name) -> Layout | None:
         """:meth:`to_layout` from digits (:func:`layout_from_digits`), or ``None`` where a spatial
         mode straddles lanes and warps at a place that does not divide the warp size."""
-        ndim = len(self.shape)
-        weight = {}     # mode -> stride vector: its weight inside its dim (later modes are faster)
-        for d, g in enumerate(self.groups()):
-            w = 1
-            for m in reversed(g):
-                v = [0] * ndim
-                v[d] = w
-                weight[m] = v
-                w *= self.modes[m][1]
-        thread_digits, local_digits = [], []
-        for digits, lst, sizes in ((thread_digits, self.spatial, self.spatial_shape),
-                                   (local_digits, self.local, self.local_shape)):
-            place = 1
-            for m, n in reversed(list(zip(lst, sizes))):
-                if m >= 0:  # (a negative spatial entry replicates: no digit)
-                    digits.append((place, n, weight[m]))
-                place *= n
+        ndim, modes = len(self.shape), self.modes
+        weight = [None] * len(modes)  # mode -> stride vector: its weight inside its dim (later modes are faster)
+        w = [1] * ndim
+        for m in range(len(modes) - 1, -1, -1):
+            d, size = modes[m]
+            v = [0] * ndim
+            v[d] = w[d]
+            weight[m] = v
+            w[d] *= size
+        thread_digits, place = [], 1
+        for m in reversed(self.spatial):
+            if m < 0:  # a replication: no digit
+                place *= -m
+            else:
+                size = modes[m][1]
+                thread_digits.append((place, size, weight[m]))
+                place *= size
+        local_digits, place = [], 1
+        for m in reversed(self.local):
+            size = modes[m][1]
+            local_digits.append((place, size, weight[m]))
+            place *= size
         return layout_from_digits(self.shape, R, lanes, warps, thread_digits, local_digits, name)
 
 
@@ -439,6 +450,35 @@ def auto_local_spatial(num_threads: int, shape: Sequence[int]) -> RegisterModes:
     if threads != 1:
         out = RegisterModes(out.shape, out.modes, (-threads,) + out.spatial, out.local)
     return out
+
+
+def chain(calls: Sequence[tuple[str, Sequence[int]]]) -> RegisterModes:
+    """``calls[0].calls[1]...``: the composition (:func:`compose`) of a chain of creation calls
+    ``(kind, shape)`` (kind ``local``, ``spatial``, ``column_local`` or ``column_spatial``),
+    outermost first, built in one pass. Composing left to right puts, in every dim (after each
+    call gets leading size-1 dims up to the largest rank), the calls' modes outermost first; the
+    thread modes are the calls' spatial modes in call order, the local modes likewise, and every
+    size multiplies. Equal to folding :func:`compose` over the calls (``tests/test_tilus_sweep.py``)."""
+    n = max(len(args) for _, args in calls)
+    shape = [1] * n
+    per_dim: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]   # (call, dim of the call, size)
+    for c, (kind, args) in enumerate(calls):
+        args = _check_shape(args)
+        lead = n - len(args)
+        for d, s in enumerate(args):
+            shape[lead + d] *= s
+            if s > 1:
+                per_dim[lead + d].append((c, d, s))
+    index, modes = {}, []
+    for d, ms in enumerate(per_dim):
+        for c, cd, s in ms:
+            index[(c, cd)] = len(modes)
+            modes.append((d, s))
+    spatial, local = [], []
+    for c, (kind, args) in enumerate(calls):  # row-major: the first dim most significant; column: the last
+        dims = range(len(args) - 1, -1, -1) if kind.startswith("column") else range(len(args))
+        (spatial if kind.endswith("spatial") else local).extend(index[(c, d)] for d in dims if (c, d) in index)
+    return RegisterModes(tuple(shape), tuple(modes), tuple(spatial), tuple(local))
 
 
 def register_layout(shape, mode_shape, spatial_modes, local_modes) -> RegisterModes:

@@ -49,6 +49,8 @@ MAX_STRIDE = 1 << 40
 
 @dataclass(frozen=True)
 class Swizzle:
+    """Tilus's shared-memory ``Swizzle(base, bits, shift)``: ``x ^ ((x & y_mask) >> shift)``, the
+    ``bits`` bits above bit ``base + shift`` XORed into the ``bits`` bits above bit ``base``."""
     base: int
     bits: int
     shift: int
@@ -63,6 +65,7 @@ class Swizzle:
         return f"Swizzle(base={self.base}, bits={self.bits}, shift={self.shift})"
 
     def y_mask(self) -> int:
+        """The bits read: ``bits`` bits from bit ``base + shift``."""
         return ((1 << self.bits) - 1) << (self.base + self.shift)
 
     def apply(self, x):
@@ -104,6 +107,9 @@ class SharedModes:
 
     @classmethod
     def from_attributes(cls, shape, mode_shape, mode_strides, swizzle=None) -> "SharedModes":
+        """From Tilus's attributes (``SharedLayout(shape, mode_shape, mode_strides, swizzle)``): modes
+        of size 1 dropped, the others assigned to dims in order until their product is the dim's
+        size."""
         shape = _check_shape(shape)
         if len(mode_shape) != len(mode_strides):
             raise LayoutError(f"mode_shape {list(mode_shape)} and mode_strides {list(mode_strides)} differ in length")
@@ -128,9 +134,11 @@ class SharedModes:
 
     @property
     def rank(self):
+        """The number of tensor dims."""
         return len(self.shape)
 
     def groups(self):
+        """Mode indices of each dim, most significant first."""
         g = [[] for _ in self.shape]
         for i, (d, _, _) in enumerate(self.modes):
             g[d].append(i)

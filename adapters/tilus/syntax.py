@@ -48,27 +48,33 @@ MAX_INT = 1 << 40
 # The tree
 @dataclass
 class Node:
+    """A node of a parsed expression: the 1-based column of its first character and its source text
+    (for messages)."""
     column: int            # 1-based column of the node's first character (in the whole text)
     token: str             # the source text of the node (shortened), for messages
 
 
 @dataclass
 class Num(Node):
+    """An integer literal."""
     value: int = 0
 
 
 @dataclass
 class Const(Node):
+    """``True``, ``False`` or ``None``."""
     value: Any = None       # True, False or None
 
 
 @dataclass
 class Seq(Node):
+    """A list or tuple literal."""
     items: list = field(default_factory=list)
 
 
 @dataclass
 class Call(Node):
+    """A call of a Tilus function by name, with positional and keyword arguments."""
     func: str = ""
     args: list = field(default_factory=list)
     kwargs: dict = field(default_factory=dict)   # name -> Node
@@ -76,6 +82,7 @@ class Call(Node):
 
 @dataclass
 class Method(Node):
+    """A method call on a value (``layout.local(2, 1)``)."""
     recv: Node = None
     name: str = ""
     args: list = field(default_factory=list)
@@ -84,6 +91,7 @@ class Method(Node):
 
 @dataclass
 class BinOp(Node):
+    """``lhs * rhs`` (compose) or ``lhs / rhs`` (divide) of two layouts."""
     op: str = "*"
     lhs: Node = None
     rhs: Node = None
@@ -94,6 +102,8 @@ class BinOp(Node):
 # shared (shared layout), swizzle, opt_swizzle (swizzle or None), opt_ints (ints or None).
 @dataclass(frozen=True)
 class Param:
+    """A parameter of a Tilus function: name, kind (``int``, ``ints``, ``layout``, ...), default
+    (``...``: required) and whether it is keyword-only."""
     name: str
     kind: str
     default: Any = ...           # ... = required
@@ -102,6 +112,7 @@ class Param:
 
 @dataclass(frozen=True)
 class Sig:
+    """A Tilus function's signature: its parameters and the ``*args`` parameter, if any."""
     params: tuple = ()
     varargs: tuple | None = None   # (name, kind) for *args
 
@@ -392,12 +403,16 @@ class Backend:
     or ``None``; ``call(name, bound, node)`` and ``method(kind, name, recv, bound, node)`` build values."""
 
     def kind_of(self, value) -> str | None:  # pragma: no cover - interface
+        """The kind (``reg``, ``shared``, ``swizzle``) of a value of this backend, ``None`` for other
+        values."""
         raise NotImplementedError
 
     def call(self, name: str, bound: dict, node: Node):  # pragma: no cover - interface
+        """The value of function ``name`` applied to the bound arguments."""
         raise NotImplementedError
 
     def method(self, kind: str, name: str, recv, bound: dict, node: Node):  # pragma: no cover - interface
+        """The value of method ``name`` of a value of ``kind`` applied to the bound arguments."""
         raise NotImplementedError
 
 
@@ -407,14 +422,18 @@ def node_error(text: str, node: Node, message: str, cls=ParseError) -> ParseErro
 
 
 class Evaluator:
+    """Evaluates a parsed Tilus expression with a backend (our models or the installed tilus): checks
+    every call against its signature, binds the arguments, and calls the backend."""
     def __init__(self, text: str, backend: Backend):
         self.text = text
         self.backend = backend
 
     def fail(self, node: Node, message: str):
+        """Raise a :class:`ParseError` located at ``node``."""
         raise node_error(self.text, node, message)
 
     def value(self, node: Node):
+        """The value of a node (literals, sequences, calls, methods, ``*`` and ``/``)."""
         if isinstance(node, Num):
             return node.value
         if isinstance(node, Const):
@@ -450,6 +469,8 @@ class Evaluator:
         self.fail(node, "cannot evaluate this")  # pragma: no cover
 
     def bind(self, node, sig: Sig, name: str) -> dict:
+        """The arguments of a call bound to the signature's parameters by position and keyword
+        (defaults filled; unknown, missing and repeated ones refused)."""
         bound = {}
         args = list(node.args)
         positional = [p for p in sig.params if not p.kw_only]
@@ -482,6 +503,7 @@ class Evaluator:
         return out
 
     def check(self, node: Node, kind: str, fname: str, pname: str):
+        """The value of argument ``pname`` of ``fname``, checked to be of ``kind``."""
         v = self.value(node)
         ok = True
         if kind == "int":

@@ -137,10 +137,6 @@ def parse(text: str, shape=None, **options) -> Layout:
     return layout
 
 
-#: many texts in one Triton subprocess (the atlas asks through the registry, ``adapter("triton")``)
-native_many = _native_module.native_many
-
-
 def native(text: str, shape=None, **options) -> Layout:
     """Triton's own layout for ``text`` (installed Triton, in a subprocess); see :mod:`.native`."""
     return _native_module.native(text, shape=shape, **options)
@@ -152,5 +148,6 @@ def emitted_mechanism(src: Layout, dst: Layout, **options):
 
 
 def native_many(cases, **kw):
-    """Batch form of :func:`native`: a list of ``Layout`` or ``NativeError``; see :mod:`.native`."""
+    """Batch form of :func:`native`, many texts in one Triton subprocess (the atlas asks through
+    the registry, ``adapter("triton")``): a list of ``Layout`` or ``NativeError``; see :mod:`.native`."""
     return _native_module.native_many(cases, **kw)

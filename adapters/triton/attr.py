@@ -15,15 +15,19 @@ from layoutverify.core.errors import LayoutError
 
 @dataclass(frozen=True)
 class Attr:
+    """A parsed Triton layout attribute: its kind (``blocked``, ``nvidia_mma``, ...), parameters, and
+    where it was written (column, text)."""
     kind: str                       # "blocked", "nvidia_mma", "dot_op", "slice", "amd_mfma", ...
     params: dict[str, Any] = field(default_factory=dict)
     column: int | None = None       # 1-based column of the attribute in the source text
     text: str = ""                  # the source text of this attribute
 
     def get(self, key: str, default=None):
+        """Parameter ``key``, or ``default``."""
         return self.params.get(key, default)
 
     def require(self, key: str):
+        """Parameter ``key``; a :class:`LayoutError` naming it when the attribute lacks it."""
         if key not in self.params:
             raise LayoutError(f"#{self.kind} needs a {key!r} parameter")
         return self.params[key]

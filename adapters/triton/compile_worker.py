@@ -116,7 +116,7 @@ def compile_to(fn, signature: dict, consts: dict, num_warps: int, arch: int, sto
     ir.load_dialects(cctx)
     backend.load_dialects(cctx)
     module = src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(), cctx)
-    metadata = {"hash": "0" * 64, "target": target, **options.__dict__}
+    metadata = {"hash": "0" * 64, "target": target, **vars(options)}
     keys = list(stages)
     for ext in keys[keys.index(src.ext) + 1:]:
         module = stages[ext](module, metadata)

@@ -19,6 +19,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Mapping, Sequence
 
+from layoutverify.core import f2 as F2
 from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedError
 from layoutverify.core.layout import Layout
 
@@ -91,36 +92,6 @@ def supremum(x: Sequence[str], y: Sequence[str]) -> list[str]:
             out.append(y[j])
 
 
-def make_layout(bases: Mapping[str, Sequence[Sequence[int]]], outs: Sequence[tuple[str, int]], *,
-                name: str | None = None) -> Layout:
-    """``Layout.from_bases(bases, outs, name=name)``, its checks done at C speed first (the full
-    constructor runs only to name what is wrong)."""
-    declared = {k: list(map(tuple, vs)) for k, vs in bases.items()}
-    outs = tuple(outs)
-    if declared and _checked(declared, outs):
-        return Layout._from_checked_bases(declared, outs, name=name)
-    return Layout.from_bases(declared, list(outs), name=name)
-
-
-def _checked(bases: Mapping[str, Sequence[tuple[int, ...]]], outs: Sequence[tuple[str, int]]) -> bool:
-    """Does ``Layout.from_bases(bases, outs)`` accept these as they are? (str names, distinct;
-    power-of-two int sizes; int bases with one entry per out dim, each inside its dim)"""
-    for n, s in outs:
-        if type(n) is not str or not n or type(s) is not int or s < 1 or s & (s - 1):
-            return False
-    if len({n for n, _ in outs}) != len(outs) or not all(type(k) is str and k for k in bases):
-        return False
-    every = [v for vs in bases.values() for v in vs]
-    if not every:
-        return True
-    if set(map(len, every)) != {len(outs)} or set(map(type, chain.from_iterable(every))) != {int}:
-        return False
-    for col, (_, size) in zip(zip(*every), outs):
-        if min(col) < 0 or max(col) >= size:
-            return False
-    return True
-
-
 def _is_subsequence(x: Sequence[str], y: Sequence[str]) -> bool:
     """Does ``y`` hold every name of ``x`` in the same relative order? (then merging gives ``y``)"""
     it = iter(y)
@@ -156,16 +127,19 @@ class LL:
     # -- constructors -------------------------------------------------------------------------
     @classmethod
     def empty(cls) -> "LL":
+        """The layout with no in or out dims (the unit of the product)."""
         return cls({}, [])
 
     @classmethod
     def identity1d(cls, size: int, in_dim: str, out_dim: str) -> "LL":
+        """``identity1D(size, in, out)``: ``in = x`` maps to ``out = x`` (bases ``1, 2, 4, ...``)."""
         if not is_pow2(size):
             raise LayoutError(f"size {size} along {out_dim} is not a power of two")
         return cls._of({in_dim: [[1 << i] for i in range(log2(size))]}, [(out_dim, size)])
 
     @classmethod
     def zeros1d(cls, size: int, in_dim: str, out_dim: str, out_size: int = 1) -> "LL":
+        """``zeros1D(size, in, out)``: every ``in`` index maps to 0 (zero bases: a broadcast)."""
         if not is_pow2(size):
             raise LayoutError(f"size {size} of {in_dim} is not a power of two")
         return cls._of({in_dim: [[0] for _ in range(log2(size))]}, [(out_dim, int(out_size))])
@@ -256,46 +230,29 @@ class LL:
     # -- queries ------------------------------------------------------------------------------
     @property
     def in_names(self) -> list[str]:
+        """The in dims, in order."""
         return list(self.bases)
 
     @property
     def out_names(self) -> list[str]:
+        """The out dims, in order (most minor first, as built)."""
         return [n for n, _ in self.outs]
 
     def out_size(self, name: str) -> int:
+        """The size of out dim ``name`` (1 if absent)."""
         for n, s in self.outs:
             if n == name:
                 return s
         return 1
 
     def in_size(self, name: str) -> int:
+        """The size of in dim ``name``: ``2**(number of its bases)`` (1 if absent)."""
         return 1 << len(self.bases.get(name, []))
 
     def is_surjective(self) -> bool:
         """Do the bases span every out coordinate? (F2 rank == total out bits)"""
-        shifts, total = [], 0
-        for _, s in self.outs:
-            shifts.append(total)
-            total += log2(s)
-        rows = []
-        for vs in self.bases.values():
-            for v in vs:
-                x = 0
-                for d, c in enumerate(v):
-                    x |= c << shifts[d]
-                rows.append(x)
-        rank = 0
-        pivots: dict[int, int] = {}
-        for x in rows:
-            while x:
-                hb = x.bit_length() - 1
-                if hb in pivots:
-                    x ^= pivots[hb]
-                else:
-                    pivots[hb] = x
-                    rank += 1
-                    break
-        return rank == total
+        packing = F2.Packing.of([s for _, s in self.outs])
+        return F2.rank(packing.pack_all([v for vs in self.bases.values() for v in vs])) == packing.width
 
     def __eq__(self, other) -> bool:
         return isinstance(other, LL) and self.bases == other.bases and self.outs == other.outs
@@ -404,6 +361,7 @@ class LL:
         return LL._of(bases, outs)
 
     def transpose_outs(self, names: Sequence[str]) -> "LL":
+        """The same map with the out dims reordered to ``names`` (each basis permuted likewise)."""
         names = list(names)
         own = [n for n, _ in self.outs]
         if names == own:
@@ -510,7 +468,7 @@ class LL:
         extra = [k for k in ll.bases if k not in in_dims]
         if extra:
             raise LayoutError(f"internal: unexpected in dims {extra}")
-        return make_layout({k: ll.bases.get(k, ()) for k in in_dims}, ll.outs, name=name)
+        return Layout.from_bases({k: ll.bases.get(k, ()) for k in in_dims}, ll.outs, name=name)
 
     @classmethod
     def from_layout(cls, layout: Layout) -> "LL":

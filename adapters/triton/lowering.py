@@ -56,6 +56,7 @@ class Emitted:
     triton_version: str
 
     def to_json(self) -> dict:
+        """The fields as JSON."""
         return {"mechanism": self.mechanism, "ptx_class": self.ptx_class, "rule": self.rule,
                 "triton_version": self.triton_version}
 

@@ -431,7 +431,7 @@ def _relax_gluon_checks() -> None:
                 continue
             if callable(getattr(obj, "verify", None)):
                 obj.verify = lambda self: None
-            post = obj.__dict__.get("__post_init__")
+            post = vars(obj).get("__post_init__")
             if post is not None:
                 def lenient(self, _post=post):
                     try:

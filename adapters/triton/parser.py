@@ -85,6 +85,8 @@ _ELEMENT_TYPE = re.compile(r"(?:i|si|ui)(?:[1-9][0-9]{0,3})|f16|f32|f64|bf16|tf3
 
 @dataclass(slots=True)
 class Token:
+    """A token of TTGIR text: kind, value (an int for ``int``), start and end offsets, and the text as
+    written."""
     kind: str       # "hash", "bang", "ident", "int", "string", "punct", "eof"
     value: Any      # text for most kinds, int for "int"
     start: int      # offset in the text
@@ -92,6 +94,7 @@ class Token:
     text: str       # as written
 
     def shown(self) -> str:
+        """The token as an error message names it (``end of text`` at the end)."""
         return "end of text" if self.kind == "eof" else self.text
 
 

@@ -76,7 +76,7 @@ from layoutverify.core.layout import Layout
 from . import version
 from .attr import Attr, encoding
 from .cga import cga_bases, combine_cta_cga
-from .ll import LL, make_layout
+from .ll import LL
 from .parser import bool_param, describe, int_param
 
 __all__ = [
@@ -276,7 +276,7 @@ def _to_layout(ll: LL, name: str) -> Layout:
     bases = {"offset": ll.bases.get("offset", [])}
     if ll.bases.get("block"):
         bases["block"] = ll.bases["block"]
-    return make_layout(bases, ll.outs, name=name)
+    return Layout.from_bases(bases, ll.outs, name=name)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -416,7 +416,7 @@ def _swizzled_one_cta(vec, per_phase, max_phase, order, shape, name) -> Layout:
         v[row] = r
         v[col] = (vec * ((r // per_phase) % max_phase)) % ncols
         bases.append(tuple(v))
-    return Layout._from_checked_bases({"offset": bases}, (("dim0", shape[0]), ("dim1", shape[1])), name=name)
+    return Layout.from_bases({"offset": bases}, shape, name=name)
 
 
 def _swizzled_general(attr: Attr, vec, per_phase, max_phase, order, shape) -> Layout:

@@ -15,12 +15,11 @@ import tempfile
 from dataclasses import dataclass
 
 from layoutverify.adapters import FRAMEWORKS, adapter, parse_shape, parse_spec, split_spec
+# (grid_pair: part of this API, the service's ``grids`` job calls it)
+from layoutverify.apps.proof_render import MAX_GRID_LOCATIONS, exit_code, grid, grid_pair, proof_fields  # noqa: F401
 from layoutverify.core.compare import Result, compare
 from layoutverify.core.errors import LayoutError, ParseError
 from layoutverify.core.layout import Layout
-
-#: exit status of ``prove`` by verdict (``equal_up_to_register_order`` is 1 with ``strict``)
-PROVE_EXIT = {"equal": 0, "equal_up_to_register_order": 0, "not_equal": 1, "different_tensors": 1, "unknown": 3}
 
 
 def shape_of(value) -> tuple | None:
@@ -77,17 +76,15 @@ class Proof:
 
     @property
     def exit_code(self) -> int:
-        code = PROVE_EXIT[self.result.verdict]
-        if self.result.verdict == "equal_up_to_register_order" and self.strict:
-            code = 1
-        return code
+        """The exit status of the verdict (:func:`layoutverify.apps.proof_render.exit_code`)."""
+        return exit_code(self.result.verdict, self.strict)
 
     def to_json(self) -> dict:
-        """The object ``layoutverify prove --json`` prints."""
-        out = {"a": self.spec_a, "b": self.spec_b, **self.result.to_json(), "exit": self.exit_code}
-        if self.smt2:
-            out["smt2"] = self.smt2
-        return out
+        """The fields of the ``proof`` document ``layoutverify prove --json`` prints."""
+        from layoutverify import __version__
+        return proof_fields(self.result.to_json(), a=self.spec_a, b=self.spec_b,
+                            fingerprints={"a": self.a.fingerprint(), "b": self.b.fingerprint()},
+                            code=self.exit_code, tool_version=__version__, smt2=self.smt2)
 
 
 def load_pair(spec_a: str, spec_b: str, *, shape=None, shape_b=None, triton_version: str | None = None,
@@ -182,7 +179,7 @@ def show(spec: str, *, shape=None, triton_version: str | None = None, warp_size:
     fw, text = split_spec(spec)
     lay = adapter(fw).parse(text, shape=shape_of(shape),
                             **spec_options(spec, warp_size=warp_size, triton_version=triton_version))
-    out = {"framework": fw, "spec": spec, "layout_kind": lay.kind, "layout": lay.normal_form(),
+    out = {"framework": fw, "spec": spec, "layout_kind": lay.kind, "layout": lay.to_json(),
            "fingerprint": lay.fingerprint(), "f2_linear": lay.is_f2_linear()}
     if grid_cells:
         if lay.out_size() <= grid_cells and lay.in_size() <= MAX_GRID_LOCATIONS:
@@ -190,83 +187,6 @@ def show(spec: str, *, shape=None, triton_version: str | None = None, warp_size:
         else:
             out["grid"] = {"drawn": False, "why": f"more than {grid_cells} elements"}
     return out
-
-
-# -- grids as data -------------------------------------------------------------------------------
-#: largest number of hardware locations whose holders are listed per cell
-MAX_GRID_LOCATIONS = 1 << 18
-
-
-def grid(layout: Layout, *, rows: tuple[int, int] | None = None, cols: tuple[int, int] | None = None,
-         lead: tuple = ()) -> dict:
-    """Holders of each element of a 2-D window: ``{"rows": [r0, r1), "cols": [c0, c1), "cells": [[labels]]}``.
-
-    Labels are ``T{thread}:{register}`` (register layouts) or the offset (memory layouts), as
-    ``layoutverify show`` draws them. ``lead`` fixes the leading coordinates of a >2-D tensor.
-    """
-    if layout.in_size() > MAX_GRID_LOCATIONS:
-        raise LayoutError(f"grid not drawn: more than {MAX_GRID_LOCATIONS} hardware locations")
-    from layoutverify.core.render import holder_labels
-    labels = holder_labels(layout)
-    shape = list(layout.out_sizes)
-    if len(shape) == 1:
-        shape = [1] + shape
-        lead = ()
-    nr, nc = shape[-2], shape[-1]
-    r0, r1 = rows or (0, nr)
-    c0, c1 = cols or (0, nc)
-    strides = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        strides[i] = strides[i + 1] * shape[i + 1]
-    base = sum(int(x) * s for x, s in zip(lead, strides))
-    cells = [[labels[base + r * strides[-2] + c] for c in range(c0, c1)] for r in range(r0, r1)]
-    return {"rows": [r0, r1], "cols": [c0, c1], "shape": list(layout.out_sizes), "lead": list(lead), "cells": cells}
-
-
-def witness_elements(witness: dict) -> tuple[list | None, list | None]:
-    """The element to mark in A's grid and in B's grid (``prove``'s witness shapes)."""
-    if not isinstance(witness, dict):
-        return None, None
-    if "element" in witness:
-        return witness["element"], witness["element"]
-    return witness.get("a"), witness.get("b")
-
-
-def grid_pair(a: Layout, b: Layout, witness: dict, *, window: int = 32) -> dict:
-    """A's and B's grids as data, on the same window (at most ``window`` rows and columns) around
-    the witness element: ``{"a": grid, "b": grid, "differ": [[bool]], "mark_a": [r, c] | None,
-    "mark_b": ...}``. ``differ`` marks cells whose holders (as sets) differ between A and B."""
-    if a.out_dims != b.out_dims:
-        return {"drawn": False, "why": "the layouts cover different tensors"}
-    shape = list(a.out_sizes)
-    ea, eb = witness_elements(witness or {})
-    focus = ea if ea is not None else eb
-    if focus is None or len(focus) != len(shape):
-        focus = [0] * len(shape)
-    if len(shape) == 1:
-        rows, cols, lead, fr, fc = 1, shape[0], (), 0, focus[0]
-    else:
-        rows, cols, lead, fr, fc = shape[-2], shape[-1], tuple(focus[:-2]), focus[-2], focus[-1]
-    nr, nc = min(rows, window), min(cols, window)
-    r0 = min(max(0, fr - nr // 2), rows - nr)
-    c0 = min(max(0, fc - nc // 2), cols - nc)
-    ga = grid(a, rows=(r0, r0 + nr), cols=(c0, c0 + nc), lead=lead)
-    gb = grid(b, rows=(r0, r0 + nr), cols=(c0, c0 + nc), lead=lead)
-    differ = [[sorted(x) != sorted(y) for x, y in zip(ra, rb)] for ra, rb in zip(ga["cells"], gb["cells"])]
-
-    def mark(el):
-        if el is None or len(el) != len(shape):
-            return None
-        if len(shape) == 1:
-            r, c = 0, el[0]
-        elif tuple(el[:-2]) != lead:
-            return None
-        else:
-            r, c = el[-2], el[-1]
-        return [r, c] if r0 <= r < r0 + nr and c0 <= c < c0 + nc else None
-
-    return {"drawn": True, "a": ga, "b": gb, "differ": differ, "mark_a": mark(ea), "mark_b": mark(eb),
-            "differing_cells": sum(map(sum, differ))}
 
 
 def jsonable(x):

@@ -92,7 +92,8 @@ class Native:
         return None if self.adapter_verdict is None else self.adapter_verdict == "equal"
 
     def to_json(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
+        """The fields that are set, as JSON."""
+        return {k: v for k, v in vars(self).items() if v not in (None, "")}
 
 
 @dataclass
@@ -103,10 +104,12 @@ class Entry:
 
     @property
     def claim(self) -> Claim:
+        """The claim this entry checked."""
         return self.outcome.claim
 
     @property
     def category(self) -> str:
+        """The verdict category of the outcome (``error`` when the claim could not be checked)."""
         return category(self.outcome.got) if self.outcome.status != "error" else "error"
 
     @property
@@ -126,6 +129,8 @@ class Entry:
                 and category(o.got) in ("differs", "equal_up_to_register_order"))
 
     def to_json(self) -> dict:
+        """The entry as JSON: the claim, expectation, outcome, category, witness and finding (and the
+        native answer, when asked)."""
         o = self.outcome
         d = {"claim": o.claim.id, "b": o.claim.b, "expect": o.claim.expect, "status": o.status, "got": o.got,
              "category": self.category, "message": o.message, "witness": o.witness, "known": o.claim.known,
@@ -137,6 +142,8 @@ class Entry:
 
 @dataclass
 class Cell:
+    """One atlas cell: a fragment (row) in one framework (column), with the claims that check it, or
+    why the framework cannot express it."""
     fragment: str
     framework: str
     entries: list[Entry] = field(default_factory=list)
@@ -156,6 +163,7 @@ class Cell:
 
     @property
     def native_category(self) -> str | None:
+        """The category of the framework's own answers (``--native``), ``None`` when none was asked."""
         nat = [e.native for e in self.entries if e.native is not None]
         if not nat:
             return None
@@ -172,6 +180,7 @@ class Cell:
         return None
 
     def to_json(self) -> dict:
+        """The cell as JSON."""
         d = {"fragment": self.fragment, "framework": self.framework, "category": self.category,
              "entries": [e.to_json() for e in self.entries]}
         if self.inexpressible is not None:
@@ -183,6 +192,8 @@ class Cell:
 
 @dataclass
 class Atlas:
+    """The fragment atlas: fragments (rows) by frameworks (columns), each cell the claims that check a
+    framework's layout of the fragment against the ISA."""
     fragments: list[str]
     frameworks: list[str]
     cells: dict                       # (fragment, framework) -> Cell
@@ -191,12 +202,15 @@ class Atlas:
     notes: dict = field(default_factory=dict)   # framework -> what its adapter says users should know
 
     def cell(self, fragment: str, framework: str) -> Cell | None:
+        """The cell of ``fragment`` in ``framework``, or ``None``."""
         return self.cells.get((fragment, framework))
 
     def entries(self) -> list[Entry]:
+        """Every checked claim of every cell."""
         return [e for c in self.cells.values() for e in c.entries]
 
     def findings(self) -> list[tuple[Cell, Entry]]:
+        """The entries where a framework disagrees with the ISA, with their cells."""
         return [(c, e) for c in self.cells.values() for e in c.entries if e.finding]
 
     @property
@@ -211,6 +225,7 @@ class Atlas:
         return True
 
     def counts(self) -> dict:
+        """The number of cells per category."""
         out: dict = {}
         for c in self.cells.values():
             k = c.category or "none"
@@ -218,6 +233,7 @@ class Atlas:
         return out
 
     def to_json(self) -> dict:
+        """The atlas as JSON (cells sorted by fragment and framework)."""
         return {"fragments": self.fragments, "frameworks": self.frameworks, "native": self.native,
                 "spec": self.spec, "counts": self.counts(), "ok": self.ok,
                 "cells": [self.cells[k].to_json() for k in sorted(self.cells)], "notes": self.notes}

@@ -30,6 +30,9 @@ _PROVED_DIFFERENCES = ("not_equal", "different_tensors", "equal_up_to_register_o
 
 @dataclass
 class Outcome:
+    """The outcome of checking one claim: status (``holds``, ``fails``, ``error``, ``known``,
+    ``finding``), the verdict or conversion class found, the method, the message and witness, both
+    fingerprints and the property warnings."""
     claim: Claim
     status: str                 # "holds" | "fails" | "error" | "known" | "finding"
     got: str | None             # the verdict or conversion class found
@@ -42,9 +45,11 @@ class Outcome:
 
     @property
     def passed(self) -> bool:
+        """Whether the status is a passing one (``holds``, ``known``, ``finding``)."""
         return self.status in PASSING
 
     def to_json(self) -> dict:
+        """The outcome as JSON, with the claim's set fields and its id."""
         d = asdict(self)
         d["claim"] = {k: v for k, v in asdict(self.claim).items() if v not in (None, "", [], {})}
         d["id"] = self.claim.id

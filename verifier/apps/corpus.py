@@ -83,6 +83,9 @@ _TOP_KEYS = {"claim", "layout", "inexpressible", "defaults", "title", "descripti
 
 @dataclass
 class Claim:
+    """One claim of a corpus: layouts ``a`` and ``b`` (specs, shapes, adapter options), the expected
+    verdict or conversion class, and what the atlas and ``check`` read (tags, fragment, framework,
+    known difference, warnings)."""
     name: str
     a: str
     b: str
@@ -113,15 +116,18 @@ class Claim:
 
     @property
     def kind(self) -> str:
+        """``conversion`` for an expected conversion class, else ``verdict``."""
         return "conversion" if self.expect in CONVERSION_EXPECTATIONS else "verdict"
 
     @property
     def id(self) -> str:
+        """``file::name`` (the name alone for a claim without a file)."""
         return f"{Path(self.source).stem}::{self.name}" if self.source else self.name
 
 
 @dataclass
 class NamedLayout:
+    """A named layout of a corpus (recorded by ``snapshot``): its spec, shape and adapter options."""
     name: str
     spec: str
     shape: tuple | None = None
@@ -140,6 +146,7 @@ class Inexpressible:
 
 @dataclass
 class Corpus:
+    """What corpus files hold: claims, named layouts and the atlas cells that cannot be expressed."""
     claims: list[Claim] = field(default_factory=list)
     layouts: list[NamedLayout] = field(default_factory=list)
     inexpressible: list[Inexpressible] = field(default_factory=list)

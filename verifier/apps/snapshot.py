@@ -71,6 +71,7 @@ class Entry:
 
     @property
     def key(self) -> str:
+        """The layout's key in a golden file (:func:`layout_key` of spec, shape and options)."""
         return layout_key(self.spec, self.shape, self.options)
 
 
@@ -150,7 +151,7 @@ def record(entries: list[Entry], *, native: bool = False, on_error=None, triton_
             continue
         layouts[e.name] = {"key": e.key, "names": all_names[e.name], "spec": e.spec,
                            "shape": list(e.shape) if e.shape else None, "options": dict(e.options or {}),
-                           "source": src, "fingerprint": lay.fingerprint(), "normal_form": lay.normal_form()}
+                           "source": src, "fingerprint": lay.fingerprint(), "normal_form": lay.to_json()}
     versions = framework_versions()
     if any(split_spec_safe(e.spec) == "triton" for e in entries):
         versions["triton_semantics"] = "native" if native else \
@@ -214,6 +215,8 @@ def keyed(doc: dict) -> dict[str, tuple[str, dict]]:
 
 @dataclass
 class Change:
+    """A difference between two golden files for one layout: ``changed`` (with the verdict and witness
+    of old against new), ``added`` or ``removed``."""
     name: str
     status: str             # "changed" | "added" | "removed"
     verdict: str | None = None
@@ -225,7 +228,8 @@ class Change:
     old_name: str | None = None   # when the old file labelled the layout otherwise
 
     def to_json(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        """The fields that are set, as JSON."""
+        return {k: v for k, v in vars(self).items() if v is not None}
 
 
 def common_count(old: dict, new: dict) -> int:
@@ -266,15 +270,15 @@ def diff(old: dict, new: dict, timeout_ms: int = 20_000) -> list[Change]:
 
 def _layout(entry: dict, name: str, side: str) -> Layout:
     try:
-        Layout.check_normal_form(entry["normal_form"])
+        Layout.check_json(entry["normal_form"])
         nf = dict(entry["normal_form"])
         if isinstance(nf.get("bases"), dict):
             # JSON tools (and our sorted dump) reorder keys: put the bases back in in_dims order,
-            # which Layout.from_normal_form reads them in
+            # which Layout.from_json reads them in
             order = [d[0] for d in nf["in_dims"]]
             nf["bases"] = {k: nf["bases"][k] for k in order if k in nf["bases"]} | \
                 {k: v for k, v in nf["bases"].items() if k not in order}
-        return Layout.from_normal_form(nf)
+        return Layout.from_json(nf)
     except (KeyError, TypeError, ValueError, LayoutError) as e:
         raise LayoutError(f"{side} golden file: layout {name!r} has a malformed normal form ({e})") from None
 

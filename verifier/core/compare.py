@@ -37,12 +37,17 @@ Strategies (``method``):
            ``f2`` when both are F2-linear; else ``table`` up to
            :data:`layoutverify.core.table.TABLE_FALLBACK` locations; else ``z3``.
 
-Before any strategy, ``auto`` looks at the two layouts' *normal forms*, built once per layout
-and memoised on it (:mod:`layoutverify.core.normalform`; :func:`prepare` builds one eagerly):
-equal keys prove ``equal``, and the F2 spans, coalesced digits and images decide the other
-verdicts wherever the strategy named in ``method`` would, in microseconds. Such a verdict's
-witness is built on first access by that strategy (:meth:`Result.deferred`), which must reach the
-same verdict.
+**The one path.** Every entry point (:func:`compare`; :func:`layoutverify.core.batch.prove_many`,
+which the corpus check, snapshots, sweeps and the service use) answers through :func:`compare`:
+
+1. ``auto``: the two layouts' *normal forms* (:mod:`layoutverify.core.normalform`, derived data
+   of each layout, built once) decide wherever the strategy named in ``method`` would: equal
+   keys prove ``equal``; the F2 spans, coalesced digits and images decide the other verdicts. Such
+   a verdict's witness is built on first access by that strategy (:meth:`Result.proved`), which
+   must reach the same verdict. Two layouts given by the same F2 bases over the same dims are the
+   same map (Triton's own equality) without building either normal form.
+2. Otherwise: different kinds or logical dims (methods ``kinds``, ``shape``); for ``auto`` the
+   same expressions over the same hardware dims (method ``identical``); else the strategy.
 
 Every witness a strategy returns is re-evaluated on both layouts with the numpy evaluator
 before it is reported.
@@ -51,44 +56,106 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from layoutverify.core import expr as E
-from layoutverify.core import f2 as F2
 from layoutverify.core import normalform as NF
 from layoutverify.core import radix as RADIX
 from layoutverify.core import smt as SMT
 from layoutverify.core import table as TABLE
-from layoutverify.core.errors import LayoutError, SizeLimitError, UnsupportedError
-from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
+from layoutverify.core.errors import LayoutError, UnsupportedError
+from layoutverify.core.layout import F2Bases, Layout
+from layoutverify.core.result import REGISTER, Pair, Result, coverage_result, equal_result, not_equal_result, \
+    reg_order_result, shape_mismatch
 
 METHODS = ("auto", "f2", "radix", "z3", "table")
 _clock = time.perf_counter
+_new = object.__new__
 
 
-from layoutverify.core.result import (  # noqa: F401  (re-exported: the public API of compare)
-    REGISTER, VERDICTS, EqualF2, Pair, Result, _jsonable, coverage_result, equal_result, eval_point, not_equal_result,
-    reg_order_result, shape_mismatch)
+def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_000,
+            smt2: str | None = None, memo: dict | None = None) -> Result:
+    """Compare ``a`` and ``b`` (see the module docstring for verdicts, strategies and the path).
 
-# the verdict builders under their former private names (older callers)
-_shape_mismatch, _coverage_result, _equal_result = shape_mismatch, coverage_result, equal_result
-_reg_order_result, _not_equal_result = reg_order_result, not_equal_result
+    ``timeout_ms`` limits each solver query; ``smt2`` names a file to receive every z3 query as
+    SMT-LIB2 (with the z3 strategy's answers as comments). When another strategy decides and
+    ``smt2`` is given, the z3 strategy also runs, to write the file, and must agree. ``memo`` (a
+    dict) keeps strategy results by the pair of canonical keys and the method: a later pair of
+    the same two maps gets that result (:func:`layoutverify.core.batch.prove_many`).
+    """
+    if method == "auto" and smt2 is None:  # step 1: the normal forms (the hot path of sweeps)
+        try:
+            na, nb = a.normal_form, b.normal_form  # (kept by each layout once built)
+        except AttributeError:
+            na = nb = None
+        if na is None:  # not built yet: the same bases over the same dims need none (Triton's equality)
+            if not (isinstance(a, Layout) and isinstance(b, Layout)):
+                proved = None  # refused below
+            elif type(a.map) is F2Bases and a.map == b.map and a.out_dims == b.out_dims:
+                proved = _EQUAL_F2
+            else:
+                na, nb = _normal_form(a), _normal_form(b)
+        if na is not None:
+            ka = na.key
+            if ka is not None and ka is nb.key:  # one interned key: the same map (and kind, dims)
+                r = _new(Result)
+                r.verdict, r.method = na.equal
+                return r
+            proved = _decide_other_keys(na, nb) if na.head is nb.head else None  # (heads interned)
+        if proved is not None:
+            r = _new(Result)
+            r.verdict, r.method = proved
+            if proved[0] != "equal":  # the strategy builds the counterexample when asked
+                r._build = (_strategy_result, a, b, timeout_ms)
+            return r
+    return _by_strategy(a, b, method, timeout_ms, smt2, memo)
 
 
-# ---------------------------------------------------------------------------------------------
+_EQUAL_F2, _decide_other_keys, _normal_form = NF.EQUAL_F2, NF.decide_other_keys, NF.of
+
+
+def _by_strategy(a: Layout, b: Layout, method: str, timeout_ms: int, smt2: str | None, memo: dict | None) -> Result:
+    """Step 2 of the path: the pre-strategy verdicts, then the strategy (from ``memo`` where the
+    same two maps were compared before)."""
+    if not isinstance(a, Layout) or not isinstance(b, Layout):
+        raise LayoutError("compare needs two Layout objects")
+    if method not in METHODS:
+        raise LayoutError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    key = None
+    if memo is not None and smt2 is None:
+        ka, kb = _normal_form(a).key, _normal_form(b).key
+        if ka is not None and kb is not None:
+            key = (ka, kb, method)
+            res = memo.get(key)
+            if res is not None:
+                return res
+    t0 = _clock()
+    res = _early(a, b, method)
+    if res is None:
+        res = _decide(Pair(a, b), method, timeout_ms, smt2)
+    res.seconds = _clock() - t0
+    if key is not None and res.verdict != "unknown":
+        memo[key] = res
+    return res
+
+
+def _strategy_result(a: Layout, b: Layout, timeout_ms: int) -> Result:
+    """The ``auto`` strategies' full result: the deferred counterexample of a verdict proved on
+    normal forms (:meth:`Result.proved`)."""
+    return _decide(Pair(a, b), "auto", timeout_ms, None)
+
+
 def _early(a: Layout, b: Layout, method: str) -> Result | None:
-    """Verdicts that need no strategy: different logical dims or shapes; for ``auto``, the same
-    expressions over the same hardware dims (once interval bounds prove them inside the shape)."""
+    """Verdicts that need no strategy: different kinds, logical dims or shapes; for ``auto``, the
+    same expressions over the same hardware dims (once interval bounds prove them inside the shape)."""
     res = shape_mismatch(a, b)
     if res is not None or method != "auto":
         return res
-    if a is b or (a.in_dims == b.in_dims and a.__dict__.get("_declared_bases") is None
-                  and b.__dict__.get("_declared_bases") is None and _same_exprs(a, b)):
-        if "_declared_bases" in a.__dict__:  # one object made from bases: in range by construction
-            return equal_result(Pair(a, b), "identical", "the same layout object")
+    if a is b or (a.in_dims == b.in_dims and type(a.map) is not F2Bases and type(b.map) is not F2Bases
+                  and _same_exprs(a, b)):
+        if type(a.map) is F2Bases:  # one object made from bases: in range by construction
+            return equal_result("identical", "the same layout object")
         bounds = {n: s - 1 for n, s in a.in_dims}
         if all(E.upper_bound(e, bounds) < s for e, s in zip(a.exprs, a.out_sizes)):
-            return equal_result(Pair(a, b), "identical", "the same expressions over the same hardware dims")
+            return equal_result("identical", "the same expressions over the same hardware dims")
     return None
 
 
@@ -99,88 +166,19 @@ def _same_exprs(a: Layout, b: Layout) -> bool:
         return False
 
 
-def compare(a: Layout, b: Layout, *, method: str = "auto", timeout_ms: int = 10_000,
-            smt2: str | None = None) -> Result:
-    """Compare ``a`` and ``b`` (see the module docstring for verdicts and strategies).
-
-    ``timeout_ms`` limits each solver query; ``smt2`` names a file to receive every z3 query as
-    SMT-LIB2 (with the z3 strategy's answers as comments). When another strategy decides and
-    ``smt2`` is given, the z3 strategy also runs, to write the file, and must agree.
-    """
-    # normal forms (memoised on the layouts): most pairs are decided on them in microseconds
-    try:
-        na, nb = a._compare_normal_form, b._compare_normal_form
-        built = na.head is nb.head and method == "auto" and smt2 is None  # heads interned: `is`
-    except AttributeError:  # not built yet, dropped by pickling (None), or not layouts
-        na = nb = None
-        built = False
-    if built:
-        # both built already: the verdict is a few comparisons of interned parts, not timed
-        # (``seconds`` stays 0.0, see Result); this is the hot path of sweeps and the service
-        ka = na.key
-        if ka is not None and ka is nb.key:  # one interned key: the same map
-            return _new(na.equal)
-        proved = NF.decide_other_keys(na, nb)  # a result class (verdict and method on the class)
-        if proved is not None:
-            res = _new(proved)
-            if proved.verdict != "equal":  # the strategy builds the counterexample when asked
-                res._build = (_strategy_result, a, b, timeout_ms)
-            return res
-    t0 = _clock()
-    if method == "auto" and smt2 is None:
-        if na is None or nb is None:  # not built yet (or dropped by pickling)
-            if isinstance(a, Layout) and isinstance(b, Layout):
-                # two layouts made from the same F2 bases over the same dims are the same map
-                # (Triton's own LinearLayout equality): no normal form needed
-                da = a.__dict__.get("_declared_bases")
-                if (da is not None and a.in_dims == b.in_dims and a.out_dims == b.out_dims
-                        and da == b.__dict__.get("_declared_bases")):
-                    res = _new(EqualF2)
-                    res.seconds = _clock() - t0
-                    return res
-                na, nb = NF.of(a), NF.of(b)
-            if na is not None and nb is not None and na.head is nb.head:  # interned: one object per value
-                proved = NF.decide(na, nb)
-                if proved is not None:
-                    res = _new(proved)
-                    if proved.verdict != "equal":
-                        res._build = (_strategy_result, a, b, timeout_ms)
-                    res.seconds = _clock() - t0
-                    return res
-    if not isinstance(a, Layout) or not isinstance(b, Layout):
-        raise LayoutError("compare needs two Layout objects")
-    if method not in METHODS:
-        raise LayoutError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    res = _early(a, b, method)
-    if res is None:
-        pair = Pair(a, b)
-        res = _decide(pair, method, timeout_ms, smt2)
-    res.seconds = time.perf_counter() - t0
-    return res
-
-
-_new = object.__new__
-def _strategy_result(a: Layout, b: Layout, timeout_ms: int) -> Result:
-    """The ``auto`` strategies' full result: the deferred counterexample of a verdict proved on
-    normal forms (:meth:`Result.deferred`)."""
-    return _decide(Pair(a, b), "auto", timeout_ms, None)
-
-
-
 def prepare(lay: Layout) -> Layout:
-    """Build the layout's normal form now (F2 bases / coalesced mixed-radix digits, memoised on
-    the immutable layout; see :mod:`layoutverify.core.normalform`) and return the layout.
-    :func:`compare` otherwise builds it on first use."""
+    """Build the layout's normal form now (:mod:`layoutverify.core.normalform`; :func:`compare`
+    otherwise builds it on first use) and return the layout."""
     return NF.prepare(lay)
 
 
 def _decide(pair: Pair, method: str, timeout_ms: int, smt2: str | None) -> Result:
     a, b = pair.a, pair.b
     if method == "auto":
-        declared = "_declared_bases" in a.__dict__ and "_declared_bases" in b.__dict__
+        declared = type(a.map) is F2Bases and type(b.map) is F2Bases
         res = None if declared else RADIX.compare_radix(pair)
         if res is None:
-            if _f2_data(a) is not None and _f2_data(b) is not None:
+            if NF.f2_data(a) is not None and NF.f2_data(b) is not None:
                 res = compare_f2(pair)
             elif max(a.in_size(), b.in_size()) <= TABLE.TABLE_FALLBACK:
                 res = TABLE.compare_table(pair)
@@ -206,12 +204,9 @@ def _decide(pair: Pair, method: str, timeout_ms: int, smt2: str | None) -> Resul
 
 
 # -- F2 ---------------------------------------------------------------------------------------
-_F2Data, _f2_data = NF._F2Data, NF.f2_data  # (moved to normalform)
-
-
 def compare_f2(pair: Pair) -> Result:
     """Decide by GF(2) linear algebra on the bases (both layouts must be F2-linear)."""
-    da, db = _f2_data(pair.a), _f2_data(pair.b)
+    da, db = NF.f2_data(pair.a), NF.f2_data(pair.b)
     if da is None or db is None:
         which = " and ".join(s for s, d in (("A", da), ("B", db)) if d is None)
         raise UnsupportedError(f"the f2 method needs F2-linear layouts; {which} is not")
@@ -222,7 +217,7 @@ def compare_f2(pair: Pair) -> Result:
 
     # Equality: same sizes and the same basis for every hardware bit (then the images agree too).
     if pair.same_sizes and A == B:
-        return _equal_result(pair, "f2", "identical F2 bases")
+        return equal_result("f2", "identical F2 bases")
 
     # Coverage: the image of an F2 layout is the span of all its bases. Equal ranks and one
     # inclusion of reduced bases prove equal spans; otherwise find a basis outside the other span.
@@ -232,7 +227,7 @@ def compare_f2(pair: Pair) -> Result:
             for n in names:
                 for i, v in enumerate(X[n]):
                     if not other.contains(v):
-                        return _coverage_result(pair, "f2", side, unpack(v), pair.location(**{n: 1 << i}))
+                        return coverage_result("f2", side, unpack(v), pair.location(**{n: 1 << i}))
     diff_loc = None
     for n in names:
         for i in range(min(len(A[n]), len(B[n]))):
@@ -246,20 +241,20 @@ def compare_f2(pair: Pair) -> Result:
 
     # Register order: thread t holds the coset span(register bases) + L(0, t).
     if not pair.has_register:
-        return _not_equal_result(pair, "f2", diff_loc)
+        return not_equal_result(pair, "f2", diff_loc)
     if not pair.same_threads:
-        return _not_equal_result(pair, "f2", pair.outside_thread_location())
+        return not_equal_result(pair, "f2", pair.outside_thread_location())
     ra, rb = A[REGISTER], B[REGISTER]
     ech_ra, ech_rb = da.reg, db.reg
     for side, regs, other in (("a", ra, ech_rb), ("b", rb, ech_ra)):
         for i, v in enumerate(regs):
             if not other.contains(v):
-                return _not_equal_result(pair, "f2", pair.location(register=1 << i), side, thread_set=True)
+                return not_equal_result(pair, "f2", pair.location(register=1 << i), side, thread_set=True)
     for n in pair.thread_names:
         for j, (va, vb) in enumerate(zip(A[n], B[n])):
             if not ech_ra.contains(va ^ vb):
-                return _not_equal_result(pair, "f2", pair.location(**{n: 1 << j}), "a", thread_set=True)
-    return _reg_order_result(pair, "f2", diff_loc)
+                return not_equal_result(pair, "f2", pair.location(**{n: 1 << j}), "a", thread_set=True)
+    return reg_order_result(pair, "f2", diff_loc)
 
 
 # -- table ------------------------------------------------------------------------------------

@@ -79,6 +79,8 @@ class ConversionReport:
     notes: list = field(default_factory=list)
 
     def to_json(self) -> dict:
+        """The report as JSON: the mechanism with its witnesses, the element and byte counts, vector
+        widths and contiguity, and the bank conflicts of the shared layout when one was given."""
         out = {"mechanism": self.mechanism, "witness": self.witness, "witnesses": self.witnesses,
                "shape": list(self.shape), "destinations": self.destinations,
                "elements_moved": self.elements_moved, "moved_by_level": self.moved_by_level,
@@ -91,6 +93,7 @@ class ConversionReport:
         return out
 
     def render(self) -> str:
+        """The report as text lines: the mechanism, why each cheaper one is ruled out, then the counts."""
         lines = [f"mechanism: {self.mechanism}"]
         for m in reversed(MECHANISMS):  # the next cheaper mechanism first
             w = self.witnesses.get(m)

@@ -134,6 +134,7 @@ def lift(x) -> Expr:
 
 @dataclass(frozen=True, slots=True)
 class Var(Expr):
+    """A hardware index: the value of the hardware dim ``name`` at the location."""
     name: str
 
     def __str__(self):
@@ -142,6 +143,7 @@ class Var(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Const(Expr):
+    """A non-negative integer constant."""
     value: int
 
     def __str__(self):
@@ -150,6 +152,7 @@ class Const(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Add(Expr):
+    """``a + b``."""
     a: Expr
     b: Expr
 
@@ -159,6 +162,7 @@ class Add(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Xor(Expr):
+    """``a ^ b`` (bitwise exclusive or)."""
     a: Expr
     b: Expr
 
@@ -168,6 +172,7 @@ class Xor(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Mul(Expr):
+    """``a * c`` for a non-negative constant ``c``."""
     a: Expr
     c: int
 
@@ -177,6 +182,7 @@ class Mul(Expr):
 
 @dataclass(frozen=True, slots=True)
 class FloorDiv(Expr):
+    """``a // c`` for a positive constant ``c``."""
     a: Expr
     c: int
 
@@ -186,6 +192,7 @@ class FloorDiv(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Mod(Expr):
+    """``a % c`` for a positive constant ``c``."""
     a: Expr
     c: int
 
@@ -195,6 +202,7 @@ class Mod(Expr):
 
 @dataclass(frozen=True, slots=True)
 class And(Expr):
+    """``a & c`` for a non-negative constant mask ``c``."""
     a: Expr
     c: int
 
@@ -204,6 +212,7 @@ class And(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Shr(Expr):
+    """``a >> c`` (logical shift right by a constant)."""
     a: Expr
     c: int
 
@@ -213,6 +222,7 @@ class Shr(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Shl(Expr):
+    """``a << c`` (shift left by a constant)."""
     a: Expr
     c: int
 

@@ -18,8 +18,45 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 
+def pivot_rows(vectors: Iterable[int], rows: dict[int, int] | None = None) -> dict[int, int]:
+    """A row echelon basis of the span of ``vectors`` (added to a copy of ``rows``, an earlier
+    result): ``{pivot bit: row}`` where each row's highest set bit is its pivot, pivots distinct."""
+    rows = {} if rows is None else dict(rows)
+    for v in vectors:
+        while v:
+            p = v.bit_length() - 1
+            r = rows.get(p)
+            if r is None:
+                rows[p] = v
+                break
+            v ^= r
+    return rows
+
+
+def rref(rows: dict[int, int]) -> list[int]:
+    """The reduced row echelon basis of the span of an echelon basis (:func:`pivot_rows`): each
+    pivot bit set in its own row only, highest pivot first. The canonical basis of a subspace:
+    two spans are equal iff their lists are."""
+    out = [rows[p] for p in sorted(rows, reverse=True)]
+    for i in range(len(out) - 1, -1, -1):  # back-substitute: clear each pivot from the rows above
+        p = 1 << (out[i].bit_length() - 1)
+        for j in range(i):
+            if out[j] & p:
+                out[j] ^= out[i]
+    return out
+
+
+def reduce(v: int, basis: Sequence[int]) -> int:
+    """The canonical representative of the coset ``v + span(basis)`` (``basis`` reduced, as
+    :func:`rref` gives it): ``v`` with every pivot bit cleared."""
+    for r in basis:
+        if v >> (r.bit_length() - 1) & 1:
+            v ^= r
+    return v
+
+
 class Echelon:
-    """Incremental row echelon form of a list of vectors.
+    """Incremental row echelon form of a list of vectors, remembering combinations.
 
     ``add(v)`` inserts the next input vector (numbered 0, 1, ... in insertion order) and returns
     whether it enlarged the span. :meth:`solve` writes a vector as a combination (a bitmask over
@@ -47,6 +84,7 @@ class Echelon:
         return v, combo
 
     def add(self, v: int) -> bool:
+        """Insert the next input vector; whether it enlarged the span."""
         if v < 0:
             raise ValueError("GF(2) vectors are non-negative ints")
         idx = self._count
@@ -59,6 +97,7 @@ class Echelon:
 
     @property
     def rank(self) -> int:
+        """The dimension of the span."""
         return len(self._rows)
 
     def basis(self) -> list[int]:
@@ -66,6 +105,7 @@ class Echelon:
         return [self._rows[p][0] for p in sorted(self._rows, reverse=True)]
 
     def contains(self, v: int) -> bool:
+        """Whether ``v`` lies in the span."""
         return self._reduce(v)[0] == 0
 
     def solve(self, v: int) -> int | None:
@@ -76,26 +116,22 @@ class Echelon:
 
 def rank(vectors: Iterable[int]) -> int:
     """Dimension of the span of ``vectors``."""
-    return Echelon(vectors).rank
+    return len(pivot_rows(vectors))
 
 
 def row_reduce(vectors: Iterable[int]) -> list[int]:
     """Fully reduced row echelon basis of the span: pivots (highest bits) descending, and no
     basis vector has another's pivot bit set. Unique for a given subspace."""
-    rows = Echelon(vectors).basis()
-    for i in range(len(rows)):
-        p = rows[i].bit_length() - 1
-        for j in range(len(rows)):
-            if j != i and (rows[j] >> p) & 1:
-                rows[j] ^= rows[i]
-    return sorted(rows, reverse=True)
+    return rref(pivot_rows(vectors))
 
 
 def in_span(v: int, vectors: Iterable[int]) -> bool:
-    return Echelon(vectors).contains(v)
+    """Whether ``v`` is a combination of ``vectors``."""
+    return reduce(v, row_reduce(vectors)) == 0
 
 
 def same_span(a: Iterable[int], b: Iterable[int]) -> bool:
+    """Whether two lists of vectors span the same subspace."""
     return row_reduce(a) == row_reduce(b)
 
 
@@ -170,9 +206,11 @@ class Packing:
 
     @property
     def width(self) -> int:
+        """The number of bits of a packed coordinate: ``sum(log2(size))``."""
         return sum(self.bits)
 
     def pack(self, coords: Sequence[int]) -> int:
+        """The packed int of a coordinate tuple (``dim0`` in the lowest bits)."""
         v = 0
         for c, sh in zip(coords, self.shifts):
             v |= int(c) << sh
@@ -201,6 +239,7 @@ class Packing:
         return got
 
     def unpack(self, v: int) -> list[int]:
+        """The coordinate tuple of a packed int (the inverse of :meth:`pack`)."""
         return [(v >> sh) & ((1 << b) - 1) for sh, b in zip(self.shifts, self.bits)]
 
 
@@ -210,14 +249,64 @@ class NotLinear(Exception):
     an exhaustive check)."""
 
 
+def _trim(bits: list[int]) -> list[int]:
+    while bits and bits[-1] == 0:
+        bits.pop()
+    return bits
+
+
+def _xor_bits(a: list[int], b: list[int]) -> list[int]:
+    n = max(len(a), len(b))
+    return _trim([(a[j] if j < len(a) else 0) ^ (b[j] if j < len(b) else 0) for j in range(n)])
+
+
+def _add_bits(x, a, b):
+    if any(a[j] and b[j] for j in range(min(len(a), len(b)))):
+        raise NotLinear  # a bit may be set in both: a carry is possible
+    return _xor_bits(a, b)
+
+
+def _mod_bits(x, a):
+    if x.c & (x.c - 1) == 0:
+        return _trim(a[:x.c.bit_length() - 1])
+    if (1 << len(a)) <= x.c:
+        return a  # the value is already below the modulus
+    raise NotLinear
+
+
+def _mul_bits(x, a):
+    if x.c & (x.c - 1) == 0:
+        return _trim([0] * (x.c.bit_length() - 1) + a)
+    nz = [j for j, f in enumerate(a) if f]
+    if len(nz) > 1:
+        raise NotLinear
+    if not nz:
+        return []
+    p, f = nz[0], a[nz[0]]
+    c = x.c << p
+    return _trim([f if (c >> j) & 1 else 0 for j in range(c.bit_length())])
+
+
+def _floordiv_bits(x, a):
+    if x.c & (x.c - 1):
+        raise NotLinear
+    return a[x.c.bit_length() - 1:]
+
+
+def _not_linear(x, *_):
+    raise NotLinear
+
+
 def linearize(exprs, in_dims, out_sizes) -> dict[str, list[tuple[int, ...]]] | None:
     """F2 bases of a map given by expressions, derived symbolically, or ``None``.
 
-    Every value is tracked bit by bit as an affine GF(2) form over the hardware bits: bit 0 of a
-    form is the constant 1, bit ``g + 1`` is hardware bit ``g`` (dims in ``in_dims`` order, least
-    significant bit first). ``^``, ``& c``, ``>> k``, ``<< k``, ``// 2**k``, ``% 2**k`` act on the
-    bit lists exactly; ``a + b`` is accepted only when no bit position can be non-zero in both
-    (so no carry exists and it equals ``a ^ b``); ``a * c`` only for ``c`` a power of two or
+    Every value is tracked bit by bit as an affine GF(2) form over the hardware bits (a fold of
+    :func:`layoutverify.core.expr.fold` with the rules below): bit 0 of a form is the constant 1,
+    bit ``g + 1`` is hardware bit ``g`` (dims in ``in_dims`` order, least significant bit first);
+    a value is the list of its bits' forms, least significant first. ``^``, ``& c``, ``>> k``,
+    ``<< k``, ``// 2**k``, ``% 2**k`` act on the bit lists exactly; ``a + b`` is accepted only
+    when no bit position can be non-zero in both (so no carry exists and it equals ``a ^ b``);
+    ``a % c`` for any ``c`` above every value of ``a``; ``a * c`` only for ``c`` a power of two or
     ``a`` a single bit. Anything else (``Lookup``, ``% 3``, a possible carry) gives ``None``:
     unknown, not "non-linear". The result is exact when it is not ``None``: every output bit
     is the stated XOR of hardware bits. Requires power-of-two sizes; a map with a non-zero
@@ -233,72 +322,22 @@ def linearize(exprs, in_dims, out_sizes) -> dict[str, list[tuple[int, ...]]] | N
         offs[n] = nbits
         var_bits[n] = [1 << (nbits + i + 1) for i in range(s.bit_length() - 1)]
         nbits += s.bit_length() - 1
-    memo: dict[int, list[int]] = {}
-
-    def trim(bits):
-        while bits and bits[-1] == 0:
-            bits.pop()
-        return bits
-
-    def lin(x) -> list[int]:
-        key = id(x)
-        if key in memo:
-            return memo[key]
-        if isinstance(x, E.Var):
-            r = var_bits[x.name]
-        elif isinstance(x, E.Const):
-            r = [1 if (x.value >> j) & 1 else 0 for j in range(x.value.bit_length())]
-        elif isinstance(x, E.Xor):
-            a, b = lin(x.a), lin(x.b)
-            n = max(len(a), len(b))
-            r = [(a[j] if j < len(a) else 0) ^ (b[j] if j < len(b) else 0) for j in range(n)]
-        elif isinstance(x, E.Add):
-            a, b = lin(x.a), lin(x.b)
-            if any(a[j] and b[j] for j in range(min(len(a), len(b)))):
-                raise NotLinear
-            n = max(len(a), len(b))
-            r = [(a[j] if j < len(a) else 0) ^ (b[j] if j < len(b) else 0) for j in range(n)]
-        elif isinstance(x, E.And):
-            a = lin(x.a)
-            r = [a[j] if (x.c >> j) & 1 else 0 for j in range(len(a))]
-        elif isinstance(x, E.Shr):
-            r = lin(x.a)[x.c:]
-        elif isinstance(x, E.Shl):
-            r = [0] * x.c + lin(x.a)
-        elif isinstance(x, E.FloorDiv):
-            if x.c & (x.c - 1):
-                raise NotLinear
-            r = lin(x.a)[x.c.bit_length() - 1:]
-        elif isinstance(x, E.Mod):
-            a = lin(x.a)
-            if x.c & (x.c - 1) == 0:
-                r = a[:x.c.bit_length() - 1]
-            elif (1 << len(trim(list(a)))) <= x.c:
-                r = a  # the value is already below the modulus
-            else:
-                raise NotLinear
-        elif isinstance(x, E.Mul):
-            a = trim(list(lin(x.a)))
-            if x.c & (x.c - 1) == 0:
-                r = [0] * (x.c.bit_length() - 1) + a
-            else:
-                nz = [j for j, f in enumerate(a) if f]
-                if len(nz) > 1:
-                    raise NotLinear
-                if not nz:
-                    r = []
-                else:
-                    p, f = nz[0], a[nz[0]]
-                    c = x.c << p
-                    r = [f if (c >> j) & 1 else 0 for j in range(c.bit_length())]
-        else:  # Lookup and anything unknown
-            raise NotLinear
-        r = trim(list(r))
-        memo[key] = r
-        return r
-
+    rules = {
+        E.Var: lambda x: var_bits[x.name],
+        E.Const: lambda x: [1 if (x.value >> j) & 1 else 0 for j in range(x.value.bit_length())],
+        E.Xor: lambda x, a, b: _xor_bits(a, b),
+        E.Add: _add_bits,
+        E.And: lambda x, a: _trim([a[j] if (x.c >> j) & 1 else 0 for j in range(len(a))]),
+        E.Shr: lambda x, a: a[x.c:],
+        E.Shl: lambda x, a: _trim([0] * x.c + a),
+        E.FloorDiv: _floordiv_bits,
+        E.Mod: _mod_bits,
+        E.Mul: _mul_bits,
+        E.Lookup: _not_linear,
+    }
+    memo: dict = {}
     try:
-        outs = [lin(e) for e in exprs]
+        outs = [E.fold(e, rules, memo) for e in exprs]
     except NotLinear:
         return None
     for bits, size in zip(outs, out_sizes):
@@ -315,3 +354,33 @@ def linearize(exprs, in_dims, out_sizes) -> dict[str, list[tuple[int, ...]]] | N
             vecs.append(tuple(sum(((f >> g) & 1) << j for j, f in enumerate(bits)) for bits in outs))
         bases[n] = vecs
     return bases
+
+
+def prove_linear(layout, bases, timeout_ms: int = 10_000) -> bool:
+    """Whether z3 proves ``L(x) == XOR_{i in bits(x)} bases_i`` at every hardware location ``x``
+    (for layouts too large to tabulate: it refutes ``exists x: L(x) != ...``). A time-out counts
+    as not proved."""
+    import z3
+
+    from layoutverify.core import expr as E
+
+    bounds = {n: s - 1 for n, s in layout.in_dims}
+    cand = max((max(v) if v else 0) for vs in bases.values() for v in vs) if bases else 0
+    width = E.bit_width(layout.exprs, bounds, extra=max(cand, max(layout.out_sizes)))
+    env = {n: z3.BitVec(n, width) for n in layout.in_names}
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    for n, size in layout.in_dims:
+        s.add(z3.ULT(env[n], size))
+    diffs = []
+    for d, e in enumerate(layout.exprs):
+        lhs = E.to_z3(e, env, width)
+        rhs = z3.BitVecVal(0, width)
+        for n in layout.in_names:
+            for b, v in enumerate(bases[n]):
+                if v[d]:
+                    bit = z3.Extract(b, b, env[n])
+                    rhs = rhs ^ z3.If(bit == 1, z3.BitVecVal(v[d], width), z3.BitVecVal(0, width))
+        diffs.append(lhs != rhs)
+    s.add(z3.Or(*diffs) if diffs else z3.BoolVal(False))
+    return s.check() == z3.unsat

@@ -11,11 +11,36 @@ Conventions, fixed for the whole project:
   of a 2-D tile). A flat logical index is row-major: the *last* logical dim is the fastest.
 * Every hardware location holds exactly one logical element; an element may have several holders
   (replication). A layout that leaves an element without holder is *partial*.
-* The map is one :class:`~layoutverify.core.expr.Expr` per logical dim, over variables named after the
-  hardware dims.
-* **F2 normal form** (only when every size is a power of two and the map is checked to be
-  F2-linear): ``bases[in_dim][i] = L(2**i)`` as a tuple of logical coordinates ``(dim0, dim1, ...)``,
-  exactly Triton's ``LinearLayout`` bases.
+
+**The representation.** A layout is ``Layout(in_dims, out_dims, map)``; the map ``L`` is one of
+four frozen types, each stating the map in the form its source has it:
+
+=================  =======================================================================
+:class:`F2Bases`   ``bases[in_dim][i] = L(in_dim = 2**i)``, every other dim 0; ``L(x)`` is the
+                   XOR of the bases of the set bits of ``x`` (Triton's ``LinearLayout``)
+:class:`Digits`    ``L(x)[d] = offset[d] + sum over digits ((x[n] // place) % radix) * strides[d]``
+                   (mixed radix: CuTe shape:stride, Tilus modes)
+:class:`Exprs`     one :class:`~layoutverify.core.expr.Expr` per logical dim over variables named
+                   after the hardware dims (swizzles, reshapes, anything else)
+:class:`Table`     ``L(flat) = values[flat]``: an explicit table (flat hardware order)
+=================  =======================================================================
+
+``Layout.__init__`` is the one validating construction path: each map type checks itself
+against the dims there (:meth:`LayoutMap.checked`), and the ``from_*`` class methods only
+translate their arguments into a map. A plain sequence of expressions is accepted as the map
+(``Layout(in_dims, out_dims, [e0, e1])``) and read as :class:`Exprs`. Conversions between the
+representations are defined once, here: every map has expressions (:attr:`Layout.exprs`) and a
+table (:meth:`Layout.table`); the F2 form (:attr:`Layout.f2_form`) is derived by one route
+(:meth:`Layout._derive_f2`).
+
+**Derived data.** A layout never changes once built, so whatever is computed from it alone is
+computed once and kept by the layout: its expressions and table, its F2 form, fingerprint, and
+the forms other core modules read (the comparison's normal form, the digit form, the packed F2
+bases, the solver's facts). :class:`derived` is the one mechanism: a value kept in the
+instance attribute of its name, written only here; modules that own a derivation register it
+with :meth:`Layout.derive` (``Layout.derived_names()`` lists them all). No other module reads
+or writes a layout's ``__dict__``. Derived values are dropped when a layout is pickled or copied
+and computed again on demand.
 """
 from __future__ import annotations
 
@@ -23,11 +48,14 @@ import hashlib
 import json
 import math
 import numbers
-from typing import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from layoutverify.core import expr as E
+from layoutverify.core import f2 as F2
 from layoutverify.core.errors import LayoutError, NotInvertibleError, SizeLimitError
 
 #: the hardware dims of a register (distributed) layout (DESIGN.md §1)
@@ -40,42 +68,30 @@ REGISTER_DIMS = ("register", "lane", "warp", "block")
 MEMORY_DIMS = ("offset", "block")
 
 
-class memo_property:
-    """A value computed on first access and kept in the instance's ``__dict__`` (later reads
-    never reach this descriptor). ``functools.cached_property`` without its lock: a layout is
-    immutable, so two threads that race compute equal values, and the lock cost a microsecond
-    on every first access of every new layout."""
-
-    def __init__(self, func):
-        self.func = func
-        self.name = func.__name__
-        self.__doc__ = func.__doc__
-
-    def __set_name__(self, owner, name):
-        self.name = name
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self
-        value = obj.__dict__[self.name] = self.func(obj)
-        return value
-
-
 def is_pow2(n: int) -> bool:
+    """Whether ``n`` is a positive power of two."""
     return n >= 1 and (n & (n - 1)) == 0
 
 
 def log2(n: int) -> int:
+    """``k`` with ``2**k == n``; a :class:`LayoutError` when ``n`` is not a power of two."""
     if not is_pow2(n):
         raise LayoutError(f"{n} is not a power of two")
     return n.bit_length() - 1
 
 
 def _norm_dims(dims, what: str) -> tuple[tuple[str, int], ...]:
-    if (type(dims) is tuple or type(dims) is list) and all(
-            type(p) is tuple and len(p) == 2 and type(p[0]) is str and p[0] and type(p[1]) is int and p[1] > 0
-            for p in dims) and len({p[0] for p in dims}) == len(dims):
-        return tuple(dims)  # already (name, positive int size) pairs with distinct names
+    if type(dims) is tuple or type(dims) is list:  # already (name, positive int size) pairs, names distinct?
+        seen = set()
+        for p in dims:
+            if type(p) is not tuple or len(p) != 2:
+                break
+            n, s = p
+            if type(n) is not str or not n or type(s) is not int or s < 1 or n in seen:
+                break
+            seen.add(n)
+        else:
+            return tuple(dims)
     if isinstance(dims, Mapping):
         dims = list(dims.items())
     out = []
@@ -96,15 +112,26 @@ def _norm_dims(dims, what: str) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
-def _inside(vecs: Sequence[tuple[int, ...]], out_dims: Sequence[tuple[str, int]]) -> bool:
-    """Does every basis vector have one entry per logical dim, each in ``[0, size)``?"""
-    nout = len(out_dims)
-    if any(len(v) != nout for v in vecs):
-        return False
-    for col, (_, size) in zip(zip(*vecs), out_dims):
-        if min(col) < 0 or max(col) >= size:
-            return False
-    return True
+def _logical(out_dims) -> tuple[tuple[str, int], ...]:
+    """Logical dims from ``(name, size)`` pairs or from a shape (``[64, 32]``)."""
+    if type(out_dims) is tuple and out_dims and type(out_dims[0]) is int:
+        got = _SHAPES.get(out_dims)  # (a shape of plain ints seen before: its dims, checked then)
+        if got is not None and set(map(type, out_dims)) == _INT:
+            return got
+    if out_dims:
+        first = out_dims[0] if type(out_dims) is tuple or type(out_dims) is list else next(iter(out_dims))
+        if type(first) is not tuple and isinstance(first, (int, np.integer)):
+            dims = _norm_dims(logical_dims(out_dims), "logical")
+            if type(out_dims) is tuple and set(map(type, out_dims)) == _INT:
+                if len(_SHAPES) >= 4096:
+                    _SHAPES.clear()
+                _SHAPES[out_dims] = dims
+            return dims
+    return _norm_dims(out_dims, "logical")
+
+
+#: shape (a tuple of ints) -> its logical dims, as :func:`_logical` checked them
+_SHAPES: dict = {}
 
 
 def logical_dims(shape: Sequence[int]) -> tuple[tuple[str, int], ...]:
@@ -112,68 +139,345 @@ def logical_dims(shape: Sequence[int]) -> tuple[tuple[str, int], ...]:
     return tuple((f"dim{i}", int(s)) for i, s in enumerate(shape))
 
 
-class Layout:
-    """A layout in canonical form. Immutable; derived data is cached.
+def _is_int(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, np.integer))
 
-    Build one with :meth:`from_bases` (F2 / Triton linear layouts), :meth:`from_modes`
-    (mixed-radix shape/stride modes: CuTe, Tilus, IREE), :meth:`from_table` (an explicit
-    table), or directly from expressions.
-    """
 
-    def __init__(self, in_dims, out_dims, exprs: Sequence[E.Expr], *, name: str | None = None):
-        self.in_dims = _norm_dims(in_dims, "hardware")
-        self.out_dims = _norm_dims(out_dims, "logical")
-        if not self.in_dims:
-            raise LayoutError("a layout needs at least one hardware dim")
-        if not self.out_dims:
-            raise LayoutError("a layout needs at least one logical dim")
-        exprs = tuple(E.lift(e) for e in exprs)
-        if len(exprs) != len(self.out_dims):
-            raise LayoutError(f"{len(self.out_dims)} logical dims but {len(exprs)} expressions")
-        known = set(self.in_names)
+# -- the four representations of a map ---------------------------------------------------------
+class LayoutMap:
+    """A layout's map in one of its representations (frozen). Subclasses state the math of
+    their form; :meth:`checked` is called by ``Layout.__init__`` and nowhere else."""
+
+    __slots__ = ()
+
+    def checked(self, in_dims, out_dims) -> "LayoutMap":
+        """This map validated against the dims (``(name, size)`` tuples, already normalised),
+        in its normal spelling (Python ints, tuples); a :class:`LayoutError` names what is wrong."""
+        raise NotImplementedError
+
+    def to_exprs(self, in_dims, out_dims) -> tuple[E.Expr, ...]:
+        """One expression per logical dim computing the same map."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class F2Bases(LayoutMap):
+    """An F2-linear map by its bases: ``bases = ((in_dim, (L(2**0), L(2**1), ...)), ...)`` in
+    hardware-dim order, each basis a tuple of logical coordinates (``dim0`` first). ``L(x)`` is
+    the XOR, coordinate by coordinate, of the bases of the set bits of ``x``; hardware dim
+    ``in_dim`` has ``2**len(bases)`` indices. Exactly Triton's ``bases[inDim][i]``."""
+
+    bases: tuple
+
+    def as_dict(self) -> dict[str, tuple]:
+        """``{in_dim: (basis, ...)}``."""
+        return dict(self.bases)
+
+    def checked(self, in_dims, out_dims) -> "F2Bases":
+        for n, s in out_dims:
+            if s & (s - 1):
+                raise LayoutError(f"F2 layouts need power-of-two sizes; logical dim {n!r} has size {s}")
+        pairs = self.bases if type(self.bases) is tuple else tuple(self.bases.items())
+        every = [v for _, vs in pairs for v in vs]
+        if not (set(map(type, every)) <= _TUPLE and set(map(type, chain.from_iterable(every))) <= _INT
+                and set(map(type, [vs for _, vs in pairs])) <= _TUPLE):
+            pairs = tuple([(n, tuple([tuple(map(int, v)) for v in vs])) for n, vs in pairs])
+            every = [v for _, vs in pairs for v in vs]
+        if tuple([(n, 1 << len(vs)) for n, vs in pairs]) != in_dims:
+            raise LayoutError(f"the hardware dims {[list(d) for d in in_dims]} are not those of the bases "
+                              f"({[[n, 1 << len(vs)] for n, vs in pairs]})")
+        if every and not _inside(every, out_dims):  # the fast check failed: find the culprit
+            nout = len(out_dims)
+            for in_name, vecs in pairs:
+                for v in vecs:
+                    if len(v) != nout:
+                        raise LayoutError(f"basis {list(v)} of {in_name!r} has {len(v)} entries, expected {nout} "
+                                          f"(one per logical dim)")
+                    for d, c in enumerate(v):
+                        if c < 0 or c >= out_dims[d][1]:
+                            raise LayoutError(f"basis {list(v)} of {in_name!r} is outside logical dim "
+                                              f"{out_dims[d][0]!r} of size {out_dims[d][1]}")
+        return self if pairs is self.bases else F2Bases(pairs)
+
+    def to_exprs(self, in_dims, out_dims) -> tuple[E.Expr, ...]:
+        """``dim_d = XOR_i ((x >> i) & 1) * basis_i[d]`` over every hardware dim ``x``."""
+        acc: list[E.Expr] = [E.Const(0)] * len(out_dims)
+        for in_name, vecs in self.bases:
+            for bit, v in enumerate(vecs):
+                bitvar = (E.Var(in_name) >> bit) & 1
+                for d, c in enumerate(v):
+                    if c:
+                        acc[d] = acc[d] ^ (bitvar * c)
+        return tuple(acc)
+
+    def table(self, in_dims, nout: int) -> np.ndarray:
+        """Every location's coordinates (first hardware dim fastest), by XOR doubling."""
+        return _table_from_bases(in_dims, dict(self.bases), nout)
+
+
+_INT, _TUPLE = frozenset({int}), frozenset({tuple})
+
+
+def _inside(vecs: Sequence[tuple[int, ...]], out_dims: Sequence[tuple[str, int]]) -> bool:
+    """Does every basis vector have one entry per logical dim, each in ``[0, size)``?"""
+    if set(map(len, vecs)) != {len(out_dims)}:
+        return False
+    for col, (_, size) in zip(zip(*vecs), out_dims):
+        if min(col) < 0 or max(col) >= size:
+            return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Digits(LayoutMap):
+    """A digit-linear (mixed-radix) map: ``L(x)[d] = offset[d] + sum_k t_k * strides_k[d]``
+    over ``digits = ((in_dim, place, radix, strides), ...)``, where digit ``t_k = (x[in_dim] //
+    place) % radix`` (``strides`` one non-negative int per logical dim). ``place * radix``
+    divides the size of ``in_dim``; digits of one dim may leave parts of it unread (broadcast).
+    Digits of radix 1 are dropped when the map is checked."""
+
+    offset: tuple
+    digits: tuple
+
+    def checked(self, in_dims, out_dims) -> "Digits":
+        nout = len(out_dims)
+        sizes = dict(in_dims)
+        try:
+            off = tuple(int(c) for c in (self.offset if self.offset is not None else (0,) * nout))
+        except (TypeError, ValueError):
+            raise LayoutError(f"offset {self.offset!r} must have {nout} non-negative entries") from None
+        if len(off) != nout or (off and min(off) < 0):
+            raise LayoutError(f"offset {list(off)} must have {nout} non-negative entries")
+        kept = []
+        for item in self.digits:
+            try:
+                n, p, r, st = item
+            except (TypeError, ValueError):
+                raise LayoutError(f"a digit is (in_dim, place, radix, strides), got {item!r}") from None
+            size = sizes.get(n) if type(n) is str else None
+            if size is None:
+                raise LayoutError(f"digit of unknown hardware dim {n!r}")
+            if not (type(p) is int and type(r) is int):  # (the common case needs no conversions)
+                if not (_is_int(p) and _is_int(r)):
+                    raise LayoutError(f"digit {item!r}: place and radix must be positive integers")
+                p, r = int(p), int(r)
+            if p < 1 or r < 1:
+                raise LayoutError(f"digit {item!r}: place and radix must be positive integers")
+            try:
+                st = tuple(st)
+            except TypeError:
+                raise LayoutError(f"digit {item!r}: strides must be {nout} non-negative integers") from None
+            if not all(type(v) is int for v in st):
+                if not all(_is_int(v) for v in st):
+                    raise LayoutError(f"digit {item!r}: strides must be {nout} non-negative integers")
+                st = tuple(map(int, st))
+            if len(st) != nout or (st and min(st) < 0):
+                raise LayoutError(f"digit {item!r}: strides must be {nout} non-negative integers")
+            if size % (p * r):
+                raise LayoutError(f"digit {item!r}: place * radix does not divide the size {size} of {n!r}")
+            if r > 1:
+                kept.append((n, p, r, st))
+        return Digits(off, tuple(kept))
+
+    def to_exprs(self, in_dims, out_dims) -> tuple[E.Expr, ...]:
+        """Each digit written ``(x // place) % radix`` (without the ``%`` when the digit reaches
+        the top of its dim, as :meth:`Layout.from_modes` writes a mode)."""
+        sizes = dict(in_dims)
+        acc: list[E.Expr] = [E.Const(c) for c in self.offset]
+        for n, p, r, strides in self.digits:
+            digit = E.Var(n) // p if p > 1 else E.Var(n)
+            if p * r < sizes[n]:
+                digit = digit % r
+            for d, s in enumerate(strides):
+                if s:
+                    acc[d] = acc[d] + digit * s
+        return tuple(acc)
+
+
+@dataclass(frozen=True, slots=True)
+class Exprs(LayoutMap):
+    """A map given symbolically: ``exprs[d]`` computes logical coordinate ``d`` from variables
+    named after the hardware dims (:mod:`layoutverify.core.expr`)."""
+
+    exprs: tuple
+
+    def checked(self, in_dims, out_dims) -> "Exprs":
+        exprs = tuple(E.lift(e) for e in self.exprs)
+        if len(exprs) != len(out_dims):
+            raise LayoutError(f"{len(out_dims)} logical dims but {len(exprs)} expressions")
+        known = {n for n, _ in in_dims}
         for e in exprs:
             unknown = E.variables(e) - known
             if unknown:
-                raise LayoutError(f"expression {e} reads {sorted(unknown)}, not hardware dims {self.in_names}")
-        self._exprs = exprs
+                raise LayoutError(f"expression {e} reads {sorted(unknown)}, not hardware dims "
+                                  f"{tuple(n for n, _ in in_dims)}")
+        return Exprs(exprs)
+
+    def to_exprs(self, in_dims, out_dims) -> tuple[E.Expr, ...]:
+        return self.exprs
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Table(LayoutMap):
+    """A map given by its table: row ``k`` of ``values`` (shape ``(N, n_out)``, read-only) holds
+    the logical coordinates of flat hardware index ``k`` (first hardware dim fastest). Compared
+    by identity."""
+
+    values: np.ndarray
+
+    def checked(self, in_dims, out_dims) -> "Table":
+        t = np.asarray(self.values, dtype=np.int64)
+        n = math.prod(s for _, s in in_dims)
+        if t.ndim == 1:
+            t = t.reshape(-1, 1)
+        if t.shape != (n, len(out_dims)):
+            raise LayoutError(f"table has shape {t.shape}, expected ({n}, {len(out_dims)})")
+        for d, (dn, ds) in enumerate(out_dims):
+            if n and (t[:, d].min() < 0 or t[:, d].max() >= ds):
+                raise LayoutError(f"table entries for {dn!r} fall outside [0, {ds})")
+        if t.flags.writeable or t.base is not None:
+            t = t.copy()
+            t.setflags(write=False)
+        return Table(t)
+
+    def to_exprs(self, in_dims, out_dims) -> tuple[E.Expr, ...]:
+        """``Lookup(flat hardware index, column d)`` per logical dim."""
+        flat, stride = E.Const(0), 1
+        for nm, s in in_dims:
+            flat = flat + E.Var(nm) * stride
+            stride *= s
+        return tuple(E.Lookup(flat, self.values[:, d].copy()) for d in range(len(out_dims)))
+
+
+# -- derived data ---------------------------------------------------------------------------------
+class derived:
+    """Derived data of a layout: a value computed from the layout's defining data (dims, map),
+    once, and kept by the layout in the instance attribute of its name.
+
+    The one mechanism by which data is memoised on a layout; only this module writes it. Two
+    ways to declare a derived value: this descriptor, for the layout's own (``exprs``, the table,
+    the F2 form, the fingerprint, the dim names: computed on the first read of the attribute),
+    and :meth:`Layout.derive`, for a value another core module owns (its normal form, digit form,
+    packed F2 bases, solver facts: computed by the first call of the registered reader). Either
+    way a derivation that raises keeps nothing (the next read raises again); every derived value
+    is dropped by pickling and copying (:meth:`Layout.__getstate__`) and computed again on
+    demand; two threads computing one value at once both get equal values, and one is kept."""
+
+    def __init__(self, fn: Callable, name: str | None = None):
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner, name):
         self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
+
+
+_KEEP = frozenset({"in_dims", "out_dims", "map"})  # the defining data: written once, never again
+_MISSING = object()
+
+
+class Layout:
+    """A layout ``L: hardware -> logical`` in canonical form (see the module docstring).
+
+    ``Layout(in_dims, out_dims, map)``: ``in_dims`` / ``out_dims`` are ``(name, size)`` pairs
+    (``out_dims`` may be a shape, ``[64, 32]``: ``dim0, dim1, ...``),
+    ``map`` an :class:`F2Bases`, :class:`Digits`, :class:`Exprs` or :class:`Table` (or a sequence
+    of expressions, one per logical dim). Immutable: the dims and the map are set once; only the
+    display ``name`` may change. The class methods :meth:`from_bases`, :meth:`from_digits`,
+    :meth:`from_modes` and :meth:`from_table` spell the map from their arguments.
+    """
+
+    _DERIVED: dict = {}  # name -> derivation, for every ``derived`` attribute (see :meth:`derive`)
+
+    def __init__(self, in_dims, out_dims, map, *, name: str | None = None):
+        in_dims = _norm_dims(in_dims, "hardware")
+        out_dims = _logical(out_dims)
+        if not in_dims:
+            raise LayoutError("a layout needs at least one hardware dim")
+        if not isinstance(map, LayoutMap):
+            map = Exprs(tuple(map))
+        elif type(map) is F2Bases:  # (from_bases names a bad basis before an empty logical space)
+            map = map.checked(in_dims, out_dims)
+        if not out_dims:
+            raise LayoutError("a layout needs at least one logical dim")
+        if type(map) is not F2Bases:
+            map = map.checked(in_dims, out_dims)
+        # written past the guard of __setattr__, in one update: the instance dict is then a plain
+        # (combined) dict, whose attributes CPython reads fastest
+        self.__dict__.update(in_dims=in_dims, out_dims=out_dims, map=map, name=name)
 
     def __setattr__(self, key, value):
         # Immutable once built (layouts are shared through caches, e.g. the adapters' parse
-        # cache): dims and expressions are written once; only the display ``name`` may change.
-        if key in self.__dict__ and key != "name" and not (key == "_exprs" and self.__dict__[key] is None):
+        # cache): dims and map are written once, derived data only by its descriptor; the display
+        # ``name`` may change, and an adapter may attach facts of its own (``padding``).
+        if key in _KEEP or key in Layout._DERIVED:
             raise AttributeError(f"Layout is immutable: cannot change {key!r}")
         object.__setattr__(self, key, value)
 
-    @property
-    def exprs(self) -> tuple[E.Expr, ...]:
-        """One expression per logical dim over the hardware dims (built on first use for
-        layouts made from F2 bases or from digits, which compare without them)."""
-        ex = self._exprs
-        if ex is None:
-            declared = self.__dict__.get("_declared_bases")
-            if declared is not None:
-                ex = _exprs_from_bases(self.in_dims, declared, len(self.out_dims))
-            else:
-                ex = _exprs_from_digits(self.in_dims, self.__dict__["_declared_digits"])
-            self._exprs = ex
-        return ex
+    def __getstate__(self):
+        """Pickled: the defining data and the adapters' facts, never derived data."""
+        return {k: v for k, v in self.__dict__.items() if k not in Layout._DERIVED}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    @classmethod
+    def derive(cls, name: str):
+        """Decorator registering ``fn(layout)`` as the derivation of the derived value ``name``,
+        owned by another module: the decorated name becomes its reader, ``fn(lay)`` returns the
+        value kept by ``lay`` (computed by the first call). Once computed it is also the plain
+        attribute ``lay.<name>`` (a hot path reads it so, catching :class:`AttributeError` for a
+        value not computed yet); there is no class attribute of that name, so that reading it
+        stays a plain instance-attribute read."""
+        def register(fn):
+            have = cls._DERIVED.get(name)
+            if have is not None and (have.__module__, have.__qualname__) != (fn.__module__, fn.__qualname__):
+                raise ValueError(f"derived data {name!r} is already registered")
+            if have is None and name in vars(cls):
+                raise ValueError(f"{name!r} is an attribute of Layout")
+            cls._DERIVED[name] = fn
+
+            def read(lay):
+                d = lay.__dict__
+                value = d.get(name, _MISSING)
+                if value is _MISSING:
+                    value = d[name] = fn(lay)
+                return value
+            read.__name__, read.__qualname__, read.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+            read.__module__, read.__wrapped__ = fn.__module__, fn
+            return read
+        return register
+
+    @classmethod
+    def derived_names(cls) -> tuple[str, ...]:
+        """The names of every derived attribute (those of the core modules once imported)."""
+        return tuple(cls._DERIVED)
 
     # -- dims -----------------------------------------------------------------------------------
-    @memo_property
+    @derived
     def in_names(self) -> tuple[str, ...]:
+        """The hardware dim names, in order."""
         return tuple([n for n, _ in self.in_dims])
 
-    @memo_property
+    @derived
     def in_sizes(self) -> tuple[int, ...]:
+        """The hardware dim sizes, in order."""
         return tuple([s for _, s in self.in_dims])
 
-    @memo_property
+    @derived
     def out_names(self) -> tuple[str, ...]:
+        """The logical dim names (``dim0, dim1, ...``)."""
         return tuple([n for n, _ in self.out_dims])
 
-    @memo_property
+    @derived
     def out_sizes(self) -> tuple[int, ...]:
+        """The logical sizes: the tensor's shape."""
         return tuple([s for _, s in self.out_dims])
 
     @property
@@ -188,6 +492,7 @@ class Layout:
         return dict(self.in_dims).get(name, 1)
 
     def out_size(self, name: str | None = None) -> int:
+        """Size of one logical dim (1 if absent), or the number of tensor elements."""
         if name is None:
             return math.prod(self.out_sizes)  # exact (Python ints)
         return dict(self.out_dims).get(name, 1)
@@ -199,125 +504,42 @@ class Layout:
         Blackwell tensor memory)."""
         return "register" if set(self.in_names) <= THREAD_DIMS else "memory"
 
+    @derived
+    def exprs(self) -> tuple[E.Expr, ...]:
+        """The map as expressions: one per logical dim over the hardware dims (for maps given
+        otherwise, written out on first use: :meth:`LayoutMap.to_exprs`)."""
+        return self.map.to_exprs(self.in_dims, self.out_dims)
+
     # -- constructors ---------------------------------------------------------------------------
     @classmethod
     def from_bases(cls, bases: Mapping[str, Sequence[Sequence[int]]], out_dims, *, name=None) -> "Layout":
-        """An F2-linear layout from Triton-style bases.
+        """An F2-linear layout from Triton-style bases (:class:`F2Bases`).
 
         ``bases[in_dim][i]`` is the logical coordinate (one entry per logical dim, ``dim0`` first)
         of hardware index ``2**i`` in ``in_dim``; the image of any index is the XOR of the bases of
         its set bits. Each hardware dim has size ``2**len(bases[in_dim])``. ``out_dims`` is a
         shape (``[16, 16]``) or ``(name, size)`` pairs; sizes must be powers of two.
         """
-        if out_dims and isinstance(next(iter(out_dims)), (int, np.integer)):
-            out_dims = logical_dims(out_dims)
-        out_dims = _norm_dims(out_dims, "logical")
-        for n, s in out_dims:
-            if not is_pow2(s):
-                raise LayoutError(f"F2 layouts need power-of-two sizes; logical dim {n!r} has size {s}")
-        nout = len(out_dims)
-        in_dims = []
-        declared = {}
-        every = []
-        for in_name, vecs in bases.items():
-            vecs = [tuple(map(int, v)) for v in vecs]
-            in_dims.append((in_name, 1 << len(vecs)))
-            declared[in_name] = vecs
-            every += vecs
-        if every and not _inside(every, out_dims):  # the fast check failed: find the culprit
-            for in_name, vecs in declared.items():
-                for v in vecs:
-                    if len(v) != nout:
-                        raise LayoutError(
-                            f"basis {list(v)} of {in_name!r} has {len(v)} entries, expected {nout} (one per logical dim)")
-                    for d, c in enumerate(v):
-                        if c < 0 or c >= out_dims[d][1]:
-                            raise LayoutError(
-                                f"basis {list(v)} of {in_name!r} is outside logical dim {out_dims[d][0]!r} of size {out_dims[d][1]}")
-        if not in_dims:
-            raise LayoutError("a layout needs at least one hardware dim")
-        lay = cls.__new__(cls)
-        # set once here, past the immutability guard of ``__setattr__``; ``_exprs`` is built from
-        # the bases on first use (see ``exprs``)
-        lay.__dict__.update(in_dims=_norm_dims(in_dims, "hardware"), out_dims=out_dims, _exprs=None, name=name,
-                            _declared_bases=declared)
-        return lay
-
-    @classmethod
-    def _from_checked_bases(cls, declared: dict[str, list[tuple[int, ...]]], out_dims: tuple[tuple[str, int], ...],
-                            *, name=None) -> "Layout":
-        """:meth:`from_bases` for a caller that has checked everything it checks: ``out_dims`` are
-        ``(name, power-of-two int size)`` pairs with distinct names, ``declared`` (not empty) maps each
-        hardware dim name to a list of int tuples with one entry per logical dim, each inside its
-        dim. The layout keeps ``declared`` as it is (the Triton adapter builds it fresh)."""
-        lay = cls.__new__(cls)
-        lay.__dict__.update(in_dims=tuple((k, 1 << len(vs)) for k, vs in declared.items()), out_dims=out_dims,
-                            _exprs=None, name=name, _declared_bases=declared)
-        return lay
+        pairs = tuple([(k, tuple(map(tuple, vs))) for k, vs in bases.items()])
+        return cls(tuple([(k, 1 << len(vs)) for k, vs in pairs]), out_dims, F2Bases(pairs), name=name)
 
     @classmethod
     def from_digits(cls, in_dims, out_dims, digits: Sequence[tuple[str, int, int, Sequence[int]]], *,
                     offset: Sequence[int] | None = None, name=None) -> "Layout":
-        """A digit-linear (mixed-radix) layout given by its digits.
+        """A digit-linear (mixed-radix) layout given by its digits (:class:`Digits`).
 
         ``digits`` lists ``(in_dim, place, radix, strides)``: the hardware digit
         ``(x // place) % radix`` of dim ``x`` adds ``digit * strides[d]`` to logical dim ``d``
         (``strides`` has one non-negative int per logical dim, ``dim0`` first). ``place * radix``
         must divide the dim's size; a dim's digits may leave parts of it unread (broadcast).
         ``offset`` is the logical coordinate of the origin (zeros by default).
-
-        The expressions are built on first use; the mixed-radix normal form is read off the
-        digits themselves (:func:`layoutverify.core.radix.digit_form`).
         """
-        in_dims = _norm_dims(in_dims, "hardware")
-        if out_dims and isinstance(next(iter(out_dims)), (int, np.integer)):
-            out_dims = logical_dims(out_dims)
-        out_dims = _norm_dims(out_dims, "logical")
-        nout = len(out_dims)
-        if not in_dims or not nout:
-            raise LayoutError("a layout needs at least one hardware dim and one logical dim")
-        sizes = dict(in_dims)
-        off = tuple(int(c) for c in (offset if offset is not None else (0,) * nout))
-        if len(off) != nout or min(off) < 0:
-            raise LayoutError(f"offset {list(off)} must have {nout} non-negative entries")
-        kept = []
-        for item in digits:
-            try:
-                n, p, r, st = item
-            except (TypeError, ValueError):
-                raise LayoutError(f"a digit is (in_dim, place, radix, strides), got {item!r}") from None
-            size = sizes.get(n) if type(n) is str else None
-            if size is None:
-                raise LayoutError(f"digit of unknown hardware dim {n!r}")
-            if not (type(p) is int and type(r) is int):  # (the common case needs no conversions)
-                if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in (p, r)):
-                    raise LayoutError(f"digit {item!r}: place and radix must be positive integers")
-                p, r = int(p), int(r)
-            if p < 1 or r < 1:
-                raise LayoutError(f"digit {item!r}: place and radix must be positive integers")
-            try:
-                st = tuple(st)
-            except TypeError:
-                raise LayoutError(f"digit {item!r}: strides must be {nout} non-negative integers") from None
-            if not all(type(v) is int for v in st):
-                if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in st):
-                    raise LayoutError(f"digit {item!r}: strides must be {nout} non-negative integers")
-                st = tuple(map(int, st))
-            if len(st) != nout or (st and min(st) < 0):
-                raise LayoutError(f"digit {item!r}: strides must be {nout} non-negative integers")
-            if size % (p * r):
-                raise LayoutError(f"digit {item!r}: place * radix does not divide the size {size} of {n!r}")
-            if r > 1:
-                kept.append((n, p, r, st))
-        lay = cls.__new__(cls)
-        lay.__dict__.update(in_dims=in_dims, out_dims=out_dims, _exprs=None, name=name,
-                            _declared_digits=(off, tuple(kept)))
-        return lay
+        return cls(in_dims, out_dims, Digits(offset, tuple(digits)), name=name)
 
     @classmethod
     def from_modes(cls, in_dims, out_dims, modes: Mapping[str, Sequence[tuple[int, Mapping[str, int] | Sequence[int]]]],
                    *, offset: Mapping[str, int] | None = None, name=None) -> "Layout":
-        """A mixed-radix (shape:stride) layout.
+        """A mixed-radix (shape:stride) layout, as expressions.
 
         ``modes[in_dim]`` lists the modes that split that hardware index, **fastest first**: mode
         ``(size, strides)`` reads ``(index // (product of earlier sizes)) % size`` and adds it,
@@ -326,9 +548,7 @@ class Layout:
         dim's size; a dim without modes contributes nothing (full replication).
         """
         in_dims = _norm_dims(in_dims, "hardware")
-        if out_dims and isinstance(next(iter(out_dims)), (int, np.integer)):
-            out_dims = logical_dims(out_dims)
-        out_dims = _norm_dims(out_dims, "logical")
+        out_dims = _logical(out_dims)
         out_names = [n for n, _ in out_dims]
         acc: list[E.Expr] = [E.Const((offset or {}).get(n, 0)) for n in out_names]
         sizes = dict(in_dims)
@@ -362,34 +582,16 @@ class Layout:
 
     @classmethod
     def from_table(cls, in_dims, out_dims, table, *, name=None, detect_f2: bool = True) -> "Layout":
-        """A layout given by its table: row ``k`` holds the logical coordinates of flat hardware
-        index ``k`` (first hardware dim fastest). An F2-linear table becomes an F2 layout unless
-        ``detect_f2`` is false, which keeps the explicit ``Lookup`` form (tests use it to exercise
-        the non-F2 paths on F2 maps)."""
-        in_dims = _norm_dims(in_dims, "hardware")
-        if out_dims and isinstance(next(iter(out_dims)), (int, np.integer)):
-            out_dims = logical_dims(out_dims)
-        out_dims = _norm_dims(out_dims, "logical")
-        t = np.asarray(table, dtype=np.int64)
-        n = int(np.prod([s for _, s in in_dims]))
-        if t.ndim == 1:
-            t = t.reshape(-1, 1)
-        if t.shape != (n, len(out_dims)):
-            raise LayoutError(f"table has shape {t.shape}, expected ({n}, {len(out_dims)})")
-        for d, (dn, ds) in enumerate(out_dims):
-            if n and (t[:, d].min() < 0 or t[:, d].max() >= ds):
-                raise LayoutError(f"table entries for {dn!r} fall outside [0, {ds})")
-        if detect_f2 and all(is_pow2(s) for _, s in in_dims + out_dims):
-            bases = _bases_from_table(in_dims, t)
-            if np.array_equal(_table_from_bases(in_dims, bases, len(out_dims)), t):
-                return cls.from_bases(bases, out_dims, name=name)
-        flat = E.Const(0)
-        stride = 1
-        for nm, s in in_dims:
-            flat = flat + E.Var(nm) * stride
-            stride *= s
-        exprs = [E.Lookup(flat, t[:, d].copy()) for d in range(len(out_dims))]
-        return cls(in_dims, out_dims, exprs, name=name)
+        """A layout given by its table (:class:`Table`): row ``k`` holds the logical coordinates
+        of flat hardware index ``k`` (first hardware dim fastest). An F2-linear table becomes an
+        F2 layout (:class:`F2Bases`) unless ``detect_f2`` is false (tests use it to exercise the
+        non-F2 paths on F2 maps)."""
+        lay = cls(in_dims, out_dims, Table(table), name=name)
+        if detect_f2 and lay.all_pow2:
+            bases = _f2_of_table(lay.in_dims, lay.map.values)
+            if bases is not None:
+                return cls.from_bases(bases, lay.out_dims, name=name)
+        return lay
 
     # -- evaluation -----------------------------------------------------------------------------
     def hardware_indices(self) -> np.ndarray:
@@ -418,20 +620,40 @@ class Layout:
         cols = [np.broadcast_to(np.asarray(E.evaluate(e, env), dtype=np.int64), shape) for e in self.exprs]
         return np.stack(cols, axis=-1)
 
+    def element(self, loc: Mapping[str, int]) -> list[int]:
+        """``L(loc)`` with exact Python integers: the element at one hardware location (a dim
+        missing from ``loc`` is 0)."""
+        m = self.map
+        if type(m) is F2Bases:  # XOR of the bases of the set bits
+            out = [0] * len(self.out_dims)
+            for n, vecs in m.bases:
+                x = int(loc.get(n, 0))
+                for v in vecs:
+                    if x & 1:
+                        out = [o ^ c for o, c in zip(out, v)]
+                    x >>= 1
+            return out
+        env = {n: int(loc.get(n, 0)) for n in self.in_names}
+        memo: dict = {}
+        return [E.evaluate_int(e, env, memo) for e in self.exprs]
+
     def table(self) -> np.ndarray:
-        """Logical coordinates of every hardware location, shape ``(N, n_out)``, flat order."""
+        """Logical coordinates of every hardware location, shape ``(N, n_out)``, flat order
+        (read-only)."""
         return self._table
 
-    @memo_property
+    @derived
     def _table(self) -> np.ndarray:
-        declared = self.__dict__.get("_declared_bases")
-        if declared is not None and self.in_size() <= MAX_TABLE_LOCATIONS:
-            t = _table_from_bases(self.in_dims, declared, len(self.out_dims))
-        else:
-            n = self.in_size()
-            if n > MAX_TABLE_LOCATIONS:
-                raise SizeLimitError(f"hardware domain of {n} locations exceeds the table limit {MAX_TABLE_LOCATIONS}")
-            # evaluated in chunks: memory is the table itself plus one chunk of index arrays
+        """The table (see :meth:`table`)."""
+        n = self.in_size()
+        if n > MAX_TABLE_LOCATIONS:
+            raise SizeLimitError(f"hardware domain of {n} locations exceeds the table limit {MAX_TABLE_LOCATIONS}")
+        m = self.map
+        if type(m) is Table:
+            return m.values
+        if type(m) is F2Bases:
+            t = m.table(self.in_dims, len(self.out_dims))
+        else:  # evaluated in chunks: memory is the table itself plus one chunk of index arrays
             t = np.empty((n, len(self.out_dims)), dtype=np.int64)
             chunk = 1 << 16
             for start in range(0, n, chunk):
@@ -468,6 +690,7 @@ class Layout:
     # -- F2 normal form -------------------------------------------------------------------------
     @property
     def all_pow2(self) -> bool:
+        """Whether every hardware and logical size is a power of two."""
         return all(is_pow2(s) for s in self.in_sizes + self.out_sizes)
 
     def candidate_bases(self) -> dict[str, list[tuple[int, ...]]]:
@@ -482,36 +705,62 @@ class Layout:
             out[n] = [tuple(int(c) for c in vals[b]) for b in range(nb)]
         return out
 
-    @memo_property
-    def _f2(self):
+    @derived
+    def f2_form(self) -> F2Bases | None:
+        """The F2 normal form (the map as :class:`F2Bases`), or ``None`` when the layout is not
+        F2-linear: checked, never assumed (:meth:`_derive_f2`)."""
+        return self._derive_f2()
+
+    def _derive_f2(self) -> F2Bases | None:
+        """The one route to a layout's F2 bases. ``L`` is F2-linear iff every size is a power of
+        two and ``L(x) = XOR_{i in bits(x)} L(2**i)`` at every ``x`` (then ``L(0) = 0``):
+
+        1. a map given as bases is its own F2 form;
+        2. otherwise the expressions are read symbolically (:func:`layoutverify.core.f2.linearize`:
+           exact when it answers, and its answers stay inside the shape);
+        3. otherwise the layout is checked to stay inside its shape, and ``L(2**i)``, read off the
+           table, must reproduce the whole table by XOR;
+        4. past :data:`MAX_TABLE_LOCATIONS` (no table), a layout that interval bounds keep inside
+           its shape is proved F2-linear by z3 against its candidate bases (a time-out counts
+           as not linear: the general strategies stay sound).
+        """
+        m = self.map
+        if type(m) is F2Bases:
+            return m
         if not self.all_pow2:
             return None
-        declared = self.__dict__.get("_declared_bases")
-        if declared is not None:  # from_bases checked every component; XOR stays below a power of two
-            return {n: list(v) for n, v in declared.items()}
-        self.check_in_range()  # bases of a map that leaves its shape would be meaningless
-        if any(int(x) != 0 for x in self.apply(np.zeros((1, len(self.in_dims)), np.int64))[0]):
+        bases = F2.linearize(self.exprs, self.in_dims, self.out_sizes)
+        if bases is None:
+            if self.in_size() <= MAX_TABLE_LOCATIONS:
+                self.check_in_range()  # bases of a map that leaves its shape would be meaningless
+                bases = _f2_of_table(self.in_dims, self.table())
+            else:
+                bounds = {n: s - 1 for n, s in self.in_dims}
+                if any(E.upper_bound(e, bounds) >= s for e, s in zip(self.exprs, self.out_sizes)):
+                    return None
+                if any(int(x) != 0 for x in self.apply(np.zeros((1, len(self.in_dims)), np.int64))[0]):
+                    return None
+                bases = self.candidate_bases()
+                if not F2.prove_linear(self, bases):
+                    return None
+        if bases is None:
             return None
-        bases = self.candidate_bases()
-        if self.in_size() <= MAX_TABLE_LOCATIONS:
-            ok = np.array_equal(_table_from_bases(self.in_dims, bases, len(self.out_dims)), self.table())
-        else:
-            from layoutverify.core.f2check import prove_f2_linear
-            ok = prove_f2_linear(self, bases)
-        return bases if ok else None
+        return F2Bases(tuple((n, tuple(bases[n])) for n, _ in self.in_dims))
 
     def is_f2_linear(self) -> bool:
         """Checked (never assumed): power-of-two sizes and ``L(a ^ b) == L(a) ^ L(b)`` everywhere."""
-        return self._f2 is not None
+        return self.f2_form is not None
 
     def f2_bases(self) -> dict[str, list[tuple[int, ...]]] | None:
-        """The F2 normal form, or ``None`` when the layout is not F2-linear."""
-        f2 = self._f2
-        return None if f2 is None else {k: list(v) for k, v in f2.items()}
+        """The F2 normal form ``{in_dim: [L(2**0), L(2**1), ...]}``, or ``None`` when the layout
+        is not F2-linear."""
+        f2 = self.f2_form
+        return None if f2 is None else {k: list(v) for k, v in f2.bases}
 
     # -- serialisation, identity ----------------------------------------------------------------
-    def normal_form(self) -> dict:
-        """JSON-able canonical description: dims plus bases (F2) or the explicit table."""
+    def to_json(self) -> dict:
+        """The layout as JSON: ``in_dims``, ``out_dims`` (``[name, size]`` lists) and either
+        ``bases`` (the F2 normal form) or ``table`` (every location's coordinates, flat order)."""
         d = {"in_dims": [[n, s] for n, s in self.in_dims], "out_dims": [[n, s] for n, s in self.out_dims]}
         f2 = self.f2_bases()
         if f2 is not None:
@@ -521,8 +770,8 @@ class Layout:
         return d
 
     @staticmethod
-    def check_normal_form(d) -> None:
-        """The shape of a normal form read from outside (a golden file): an object whose
+    def check_json(d) -> None:
+        """The shape of a layout's JSON read from outside (a golden file): an object whose
         ``in_dims`` / ``out_dims`` are non-empty lists of ``[name, size]`` pairs (sizes 1..2^62)
         and which has ``bases`` (an object) or ``table`` (a list). Values are checked on building."""
         if not isinstance(d, Mapping):
@@ -541,8 +790,9 @@ class Layout:
             raise LayoutError("malformed normal form: needs bases (an object) or table (a list)")
 
     @classmethod
-    def from_normal_form(cls, d: Mapping) -> "Layout":
-        cls.check_normal_form(d)
+    def from_json(cls, d: Mapping) -> "Layout":
+        """The layout :meth:`to_json` wrote (checked: :meth:`check_json`, then the constructor)."""
+        cls.check_json(d)
         try:
             if "bases" in d:
                 order = [n for n, _ in d["in_dims"]]
@@ -570,6 +820,11 @@ class Layout:
         Triton's ``[offset, block=1]`` spellings of one layout share a fingerprint (the flat
         hardware order, and hence the table, is the same with or without them).
         """
+        return self._fingerprint
+
+    @derived
+    def _fingerprint(self) -> str:
+        """The fingerprint (see :meth:`fingerprint`)."""
         h = hashlib.sha256()
         ins = [(n, s) for n, s in self.in_dims if s > 1]
         h.update(json.dumps({"in": ins, "out": self.out_dims}, sort_keys=True).encode())
@@ -586,7 +841,7 @@ class Layout:
         ins = ", ".join(f"{n}={s}" for n, s in self.in_dims)
         outs = ", ".join(f"{n}={s}" for n, s in self.out_dims)
         head = f"Layout({self.name + ': ' if self.name else ''}[{ins}] -> [{outs}]"
-        f2 = self.f2_bases() if self.in_size() <= MAX_TABLE_LOCATIONS or "_declared_bases" in self.__dict__ else None
+        f2 = self.f2_bases() if self.in_size() <= MAX_TABLE_LOCATIONS or type(self.map) is F2Bases else None
         if f2 is not None:
             body = ", ".join(f"{n}={[list(v) for v in f2[n]]}" for n in self.in_names)
             return f"{head}, bases: {body})"
@@ -625,6 +880,8 @@ class Layout:
         return inner.then(self, name=name)
 
     def is_bijective(self) -> bool:
+        """Whether every logical element has exactly one holder (as many locations as elements, no two
+        holding one)."""
         if self.in_size() != self.out_size():
             return False
         flat = self.flat_table()
@@ -673,20 +930,12 @@ class Layout:
     __mul__ = product
 
     def rename(self, in_names: Mapping[str, str] | None = None, out_names: Mapping[str, str] | None = None) -> "Layout":
+        """The same layout with hardware and logical dims renamed (``{old: new}``); the map is unchanged."""
         in_names, out_names = dict(in_names or {}), dict(out_names or {})
         sub = {n: E.Var(in_names[n]) for n in self.in_names if n in in_names}
         return Layout([(in_names.get(n, n), s) for n, s in self.in_dims],
                       [(out_names.get(n, n), s) for n, s in self.out_dims],
                       [E.substitute(e, sub) for e in self.exprs], name=self.name)
-
-    def permute_out(self, perm: Sequence[int]) -> "Layout":
-        """Reorder logical dims: new dim ``i`` is old dim ``perm[i]``; names stay ``dim0..``."""
-        if sorted(perm) != list(range(len(self.out_dims))):
-            raise LayoutError(f"{list(perm)} is not a permutation of {len(self.out_dims)} dims")
-        names = self.out_names
-        dims = [(names[i], self.out_sizes[p]) for i, p in enumerate(perm)] if all(
-            n == f"dim{i}" for i, n in enumerate(names)) else [self.out_dims[p] for p in perm]
-        return Layout(self.in_dims, dims, [self.exprs[p] for p in perm], name=self.name)
 
     def reshape_out(self, shape: Sequence[int]) -> "Layout":
         """Reinterpret the logical index space (row-major) with a new shape of equal size."""
@@ -715,50 +964,30 @@ class Layout:
         return bool((self.holder_counts() > 0).all())
 
     def is_injective(self) -> bool:
+        """Whether no two hardware locations hold the same element (no replication)."""
         flat = self.flat_table()
         return np.unique(flat).size == flat.size
 
     def render(self, **kw) -> str:
+        """The grid of holders as text (:func:`layoutverify.core.render.render_grid`)."""
         from layoutverify.core.render import render_grid
         return render_grid(self, **kw)
 
 
+
+
+Layout._DERIVED.update({k: v.fn for k, v in vars(Layout).items() if isinstance(v, derived)})
+
+
 # ---------------------------------------------------------------------------------------------
-def _exprs_from_digits(in_dims, declared) -> tuple[E.Expr, ...]:
-    """The expressions of a layout made by :meth:`Layout.from_digits` (written as
-    :meth:`Layout.from_modes` writes a mode: ``(x // place) % radix``, without the ``%`` when the
-    digit reaches the top of its dim)."""
-    offset, digits = declared
-    sizes = dict(in_dims)
-    acc: list[E.Expr] = [E.Const(c) for c in offset]
-    for n, p, r, strides in digits:
-        digit = E.Var(n) // p if p > 1 else E.Var(n)
-        if p * r < sizes[n]:
-            digit = digit % r
-        for d, s in enumerate(strides):
-            if s:
-                acc[d] = acc[d] + digit * s
-    return tuple(acc)
-
-
-def _exprs_from_bases(in_dims, bases, nout: int) -> tuple[E.Expr, ...]:
-    """The XOR-of-bits expressions of an F2 layout: ``dim_d = XOR_i ((x >> i) & 1) * basis_i[d]``."""
-    acc: list[E.Expr] = [E.Const(0)] * nout
-    for in_name, _ in in_dims:
-        for bit, v in enumerate(bases[in_name]):
-            bitvar = (E.Var(in_name) >> bit) & 1
-            for d, c in enumerate(v):
-                if c:
-                    acc[d] = acc[d] ^ (bitvar * c)
-    return tuple(acc)
-
-
-def _bases_from_table(in_dims, t: np.ndarray) -> dict[str, list[tuple[int, ...]]]:
+def _f2_of_table(in_dims, t: np.ndarray) -> dict[str, list[tuple[int, ...]]] | None:
+    """The F2 bases ``L(2**i)`` read off a table (flat order, power-of-two sizes) when they
+    reproduce the whole table by XOR (so ``L(0) = 0`` too), else ``None``."""
     bases, stride = {}, 1
     for n, s in in_dims:
         bases[n] = [tuple(int(c) for c in t[stride << b]) for b in range(log2(s))]
         stride *= s
-    return bases
+    return bases if np.array_equal(_table_from_bases(in_dims, bases, t.shape[1]), t) else None
 
 
 def _table_from_bases(in_dims, bases, nout: int) -> np.ndarray:
@@ -773,5 +1002,5 @@ def _table_from_bases(in_dims, bases, nout: int) -> np.ndarray:
 
 
 def table_from_bases(in_dims, bases, nout: int) -> np.ndarray:
-    """Public: the table of an F2 layout given by bases, flat order."""
+    """The table of an F2 layout given by bases (``{in_dim: [L(2**i), ...]}``), flat order."""
     return _table_from_bases(_norm_dims(in_dims, "hardware"), bases, nout)

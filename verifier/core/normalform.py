@@ -45,34 +45,37 @@ import weakref
 
 from layoutverify.core import f2 as F2
 from layoutverify.core import radix as RADIX
-from layoutverify.core import table as TABLE
 from layoutverify.core.errors import LayoutError
-from layoutverify.core.layout import MAX_TABLE_LOCATIONS, Layout
-from layoutverify.core.result import (EQUAL_ON_NORMAL_FORMS, DifferentTensorsF2, DifferentTensorsRadix, EqualF2,
-                                      EqualRadix, NotEqualF2, NotEqualRadix, RegisterOrderF2, RegisterOrderRadix)
+from layoutverify.core.layout import F2Bases, Layout
 
 REGISTER = "register"
-_ATTR = "_compare_normal_form"  # the memo slot in the layout's __dict__ (like its cached properties; compare reads it as an attribute)
+
+#: the verdicts :func:`decide` proves, as ``(verdict, method)``: the method is the strategy the
+#: verdict stands for, which builds its counterexample on request
+EQUAL_F2, EQUAL_RADIX = ("equal", "f2"), ("equal", "radix")
+NOT_EQUAL_F2, NOT_EQUAL_RADIX = ("not_equal", "f2"), ("not_equal", "radix")
+DIFFERENT_F2, DIFFERENT_RADIX = ("different_tensors", "f2"), ("different_tensors", "radix")
+REGISTER_ORDER_F2 = ("equal_up_to_register_order", "f2")
+REGISTER_ORDER_RADIX = ("equal_up_to_register_order", "radix")
 _UNSET = object()
 
 
 # -- F2 bases (bit-packed) ------------------------------------------------------------------------
-class _F2Data:
-    """Packed bases of one F2 layout, with the echelon forms compare needs (built once)."""
+class F2Data:
+    """The packed bases of one F2 layout (:class:`layoutverify.core.f2.Packing`), with the
+    echelon forms compare needs: ``span`` the image (span of every basis), ``reg`` the span of
+    the register bases (each thread's elements are a coset of it)."""
 
     __slots__ = ("packing", "bases", "_span", "_reg")
 
-    def __init__(self, lay: Layout, f2bases: dict):
+    def __init__(self, lay: Layout, f2: F2Bases):
         self.packing = packing = F2.Packing.of(lay.out_sizes)
-        self.bases = {n: packing.pack_all(vs) for n, vs in f2bases.items()}
+        self.bases = {n: packing.pack_all(vs) for n, vs in f2.bases}
         self._span = self._reg = None
-
-    def __reduce__(self):
-        return _dropped, ()  # rebuilt from the layout after unpickling (see _F2_SLOT)
 
     @property
     def span(self) -> F2.Echelon:
-        """The image (span of every basis)."""
+        """The image: the span of every basis."""
         if self._span is None:
             self._span = F2.Echelon(v for vs in self.bases.values() for v in vs)
         return self._span
@@ -85,97 +88,56 @@ class _F2Data:
         return self._reg
 
 
-#: the memo slot of :func:`f2_data` in the layout's ``__dict__``: an :class:`_F2Data`, or ``False``
-#: for a layout that is not F2-linear (a pickled layout drops an ``_F2Data``, which reads back as
-#: ``None``: built again on first use). Kept on the layout, not in a weak table, so that a
-#: layout's death costs no callback.
-_F2_SLOT = "_f2_data"
-
-
-def f2_data(lay: Layout) -> _F2Data | None:
-    """Bit-packed bases of an F2-linear layout (cached per layout), or ``None``.
-
-    Declared bases are used as they are; otherwise the bases are read off the expressions
-    symbolically (:func:`layoutverify.core.f2.linearize`, exact when it succeeds), and only when that
-    cannot decide does the layout's own exhaustive check run (``Layout.f2_bases``)."""
-    d = lay.__dict__.get(_F2_SLOT)
-    if d is not None:
-        return d or None
-    bases = None
-    declared = lay.__dict__.get("_declared_bases")
-    if declared is not None:  # from_bases checked every entry against the shape
-        bases = declared
-    elif lay.all_pow2:
-        out_sizes = lay.out_sizes
-        bases = F2.linearize(lay.exprs, lay.in_dims, out_sizes)
-        if bases is None and lay.in_size() <= MAX_TABLE_LOCATIONS:
-            # past the table limit F2-linearity needs a proof; the z3 path decides instead
-            bases = TABLE.f2_bases(lay)
-        if bases is not None:
-            for n, vs in bases.items():
-                for i, v in enumerate(vs):
-                    if any(c >= s for c, s in zip(v, out_sizes)):
-                        raise LayoutError(f"layout maps hardware location {n}={1 << i} to {list(v)}, "
-                                          f"outside its logical shape {list(out_sizes)}")
-    d = None if bases is None else _F2Data(lay, bases)
-    lay.__dict__[_F2_SLOT] = False if d is None else d
-    return d
-
-
-def _echelon(vectors, rows: dict | None = None) -> dict:
-    """``{pivot bit: row}`` of a row echelon basis of the span (rows added to a copy of ``rows``)."""
-    rows = {} if rows is None else dict(rows)
-    for v in vectors:
-        while v:
-            p = v.bit_length() - 1
-            r = rows.get(p)
-            if r is None:
-                rows[p] = v
-                break
-            v ^= r
-    return rows
-
-
-def _rref(rows: dict) -> list[int]:
-    """The reduced row echelon basis of the span of an echelon basis (each pivot bit set in its
-    row only), highest pivot first: the canonical basis, so equal lists mean equal spans."""
-    out = [rows[p] for p in sorted(rows, reverse=True)]
-    for i in range(len(out) - 1, -1, -1):  # back-substitute: clear each pivot from the rows above
-        p = 1 << (out[i].bit_length() - 1)
-        for j in range(i):
-            if out[j] & p:
-                out[j] ^= out[i]
-    return out
-
-
-def _reduce(v: int, rref: list[int]) -> int:
-    """The canonical representative of ``v + span(rref)`` (every pivot bit cleared)."""
-    for r in rref:
-        if v >> (r.bit_length() - 1) & 1:
-            v ^= r
-    return v
+@Layout.derive("f2_data")
+def f2_data(lay: Layout) -> F2Data | None:
+    """The layout's packed F2 bases (:class:`F2Data`, derived data of the layout), or ``None``
+    when it is not F2-linear (its F2 form: :attr:`Layout.f2_form`)."""
+    f2 = lay.f2_form
+    return None if f2 is None else F2Data(lay, f2)
 
 
 class F2Part:
-    __slots__ = ("data", "key", "span", "reg", "tred")
+    """The F2 part of a normal form. The key (the bases over the hardware dims of size > 1,
+    sorted by name, with the logical dims) is built with it; what only a verdict on two different
+    keys reads is built by the first such verdict (:meth:`rest`; ``span`` is ``_UNSET`` until
+    then): the image as a reduced echelon basis (``span``), the register span likewise (``reg``),
+    and every thread basis reduced modulo the register span (``tred``: the canonical
+    representative of its coset)."""
 
-    def __init__(self, nf: "NormalForm", data: _F2Data):
-        self.data = data
+    __slots__ = ("key", "span", "reg", "tred", "_src")
+
+    def __init__(self, nf: "NormalForm", lay: Layout, f2: F2Bases):
+        b = dict(f2.bases)
+        self.key = _intern(("f2", nf.kind, nf.sizes, nf.out_dims, tuple((n, b.get(n, ())) for n, _ in nf.sizes)))
+        self.span = _UNSET
+        self._src = (nf.threads, weakref.ref(lay))
+
+    def rest(self):
+        """Build the spans, once; return the image token (``None``: the layout is gone)."""
+        src = self._src
+        if src is None:  # another thread built them (``span`` is set before ``_src`` is dropped)
+            return self.span
+        threads, ref = src
+        lay = ref()
+        if lay is None:
+            return None
+        data = f2_data(lay)
         b = data.bases
-        self.key = _intern(("f2", nf.sizes, nf.out_dims, tuple((n, tuple(b.get(n, ()))) for n, _ in nf.sizes)))
         if all(v & (v - 1) == 0 for vs in b.values() for v in vs):
-            self._unit_vectors(nf, b)
-            return
-        reg_rows = _echelon(b.get(REGISTER, ()))
-        rows = _echelon((v for n, vs in b.items() if n != REGISTER for v in vs), reg_rows)
-        full = data.packing.full
-        # a span of every logical bit (a bijective layout: swizzled shared) is all bits, reduced
-        self.span = _intern(_bits_high_first(full) if len(rows) == full.bit_length() else tuple(_rref(rows)))
-        reg = _rref(reg_rows)
-        self.reg = _intern(tuple(reg))
-        self.tred = _intern(tuple((n, tuple(_reduce(v, reg) for v in b.get(n, ()))) for n, _ in nf.threads))
+            self._unit_vectors(threads, b)
+        else:
+            reg_rows = F2.pivot_rows(b.get(REGISTER, ()))
+            rows = F2.pivot_rows((v for n, vs in b.items() if n != REGISTER for v in vs), reg_rows)
+            full = data.packing.full
+            reg = F2.rref(reg_rows)
+            self.reg = _intern(tuple(reg))
+            self.tred = _intern(tuple((n, tuple(F2.reduce(v, reg) for v in b.get(n, ()))) for n, _ in threads))
+            # a span of every logical bit (a bijective layout: swizzled shared) is all bits, reduced
+            self.span = _intern(_bits_high_first(full) if len(rows) == full.bit_length() else tuple(F2.rref(rows)))
+        self._src = None
+        return self.span
 
-    def _unit_vectors(self, nf: "NormalForm", b: dict) -> None:
+    def _unit_vectors(self, threads, b: dict) -> None:
         """The spans when every basis is 0 or one logical bit (a permutation of bits with
         broadcasts: blocked, MMA, MFMA, dot_op, slice layouts). The reduced echelon basis of
         such a span is its set of bits, highest first, and reducing modulo it clears those bits:
@@ -188,10 +150,10 @@ class F2Part:
             if n != REGISTER:
                 for v in vs:
                     mask |= v
-        self.span = _intern(_bits_high_first(mask))
         self.reg = _intern(_bits_high_first(reg_mask))
         keep = ~reg_mask
-        self.tred = _intern(tuple((n, tuple(v & keep for v in b.get(n, ()))) for n, _ in nf.threads))
+        self.tred = _intern(tuple((n, tuple(v & keep for v in b.get(n, ()))) for n, _ in threads))
+        self.span = _intern(_bits_high_first(mask))
 
 
 def _bits_high_first(mask: int) -> tuple[int, ...]:
@@ -233,7 +195,7 @@ class RadixPart:
         co = _coalesce(digits)
         self.offset = df.offset
         self.co = co
-        self.key = _intern(("radix", nf.sizes, nf.out_dims, df.offset, tuple((n, co.get(n, ())) for n, _ in nf.sizes)))
+        self.key = _intern(("radix", nf.kind, nf.sizes, nf.out_dims, df.offset, tuple((n, co.get(n, ())) for n, _ in nf.sizes)))
         self._src = (nf.sizes, nf.threads, nf.has_register, df, digits)
         self.image = _UNSET
 
@@ -389,9 +351,9 @@ class NormalForm:
         self.head = _intern((self.kind, self.out_dims))  # layouts with other heads: shape / kind verdicts
         self.sizes = tuple(sorted((n, s) for n, s in lay.in_dims if s > 1))
         self.threads = tuple((n, s) for n, s in self.sizes if n != REGISTER)
-        self.size_token, self.thread_token = _intern(self.sizes), _intern(self.threads)
+        self.size_token = self.thread_token = _UNSET  # built by the first verdict on another key (tokens())
         self.has_register = REGISTER in lay.in_names
-        self.declared = "_declared_bases" in lay.__dict__
+        self.declared = type(lay.map) is F2Bases
         self.error = False
         self._f2 = self._radix = _UNSET
         part = self.f2 if self.declared else (self.radix or self.f2)
@@ -400,32 +362,35 @@ class NormalForm:
         self.part = None if part is None or self.error else part
         self.key = None if self.part is None else part.key
         self.mode = None if self.part is None else ("f2" if isinstance(part, F2Part) else "radix")
-        #: the result class of ``equal`` when the other layout has the same key
-        self.equal = None if self.part is None else EQUAL_ON_NORMAL_FORMS[self.mode]
+        #: the verdict ``equal`` when the other layout has the same key
+        self.equal = None if self.part is None else ("equal", self.mode)
 
     def _lay(self) -> Layout:
         return self.layout()
 
-    def __reduce__(self):
-        # a pickled or copied layout drops its normal form (it holds a weak reference to the
-        # layout); the copy builds its own on first use
-        return _dropped, ()
+    def tokens(self) -> None:
+        """Intern the hardware sizes and thread sizes (read only by verdicts on different keys)."""
+        self.size_token, self.thread_token = _intern(self.sizes), _intern(self.threads)
 
     @property
     def f2(self) -> F2Part | None:
+        """The F2 part (:class:`F2Part`), built on first use; ``None`` when the layout is not F2-linear
+        (or leaves its shape: ``error`` is then set)."""
         if self._f2 is _UNSET:
             lay = self._lay()
             if lay is None:  # a shallow copy outlived the layout: leave the pair to the strategies
                 return None
             try:
-                d = f2_data(lay)
-                self._f2 = None if d is None else F2Part(self, d)
+                f2 = lay.f2_form
+                self._f2 = None if f2 is None else F2Part(self, lay, f2)
             except LayoutError:
                 self.error, self._f2 = True, None
         return self._f2
 
     @property
     def radix(self) -> RadixPart | None:
+        """The radix part (:class:`RadixPart`), built on first use; ``None`` when the layout is not
+        digit-linear (or leaves its shape: ``error`` is then set)."""
         if self._radix is _UNSET:
             lay = self._lay()
             if lay is None:
@@ -444,17 +409,10 @@ class NormalForm:
         return self._radix
 
 
-def _dropped() -> None:
-    return None
-
-
+@Layout.derive("normal_form")
 def of(lay: Layout) -> NormalForm:
-    """The layout's normal form, built on first use and memoised on the layout."""
-    nf = lay.__dict__.get(_ATTR)
-    if nf is None:
-        nf = NormalForm(lay)
-        lay.__dict__[_ATTR] = nf
-    return nf
+    """The layout's normal form (derived data of the layout: ``lay.normal_form``)."""
+    return NormalForm(lay)
 
 
 def prepare(lay: Layout) -> Layout:
@@ -466,8 +424,8 @@ def prepare(lay: Layout) -> Layout:
 
 # -- verdicts on normal forms -------------------------------------------------------------------------
 def decide(na: NormalForm, nb: NormalForm):
-    """The result class (:mod:`layoutverify.core.result`: ``verdict`` and ``method`` as class
-    attributes) of the verdict proved on the normal forms, or ``None`` (see the module docstring).
+    """The verdict proved on the normal forms as ``(verdict, method)``, or ``None`` (see the
+    module docstring).
     The logical dims and kinds must already agree."""
     ka = na.key
     if ka is not None and ka is nb.key:  # interned: equal keys are one object
@@ -482,37 +440,40 @@ def decide_other_keys(na: NormalForm, nb: NormalForm):
         if mode == "radix":
             return _decide_radix(na, nb, na.part, nb.part)
         return _f2_verdict(na, nb, na.part, nb.part)  # (the keys were compared by the caller)
-    if na.declared and nb.declared:
-        return _decide_f2(na, nb, na.f2, nb.f2)
+    # other modes (a layout given by bases has mode f2): the first strategy of ``auto`` that
+    # both parts allow, radix, then f2; none where a layout leaves its shape
     ra, rb = na.radix, nb.radix
-    if ra is not None and rb is not None:
-        return None if na.error or nb.error else _decide_radix(na, nb, ra, rb)
     if na.error or nb.error:
         return None
+    if ra is not None and rb is not None:
+        return _decide_radix(na, nb, ra, rb)
     fa = na.f2
     fb = None if fa is None else nb.f2
-    if fa is not None and fb is not None and not (na.error or nb.error):
-        return _decide_f2(na, nb, fa, fb)
-    return None
-
-
-def _decide_f2(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
     if fa is None or fb is None or na.error or nb.error:
         return None
-    if fa.key is fb.key:
-        return EqualF2
-    return _f2_verdict(na, nb, fa, fb)
+    return EQUAL_F2 if fa.key is fb.key else _f2_verdict(na, nb, fa, fb)
 
 
 def _f2_verdict(na: NormalForm, nb: NormalForm, fa: F2Part, fb: F2Part):
     """The verdict on two F2 parts of different keys: their images, then per-thread sets."""
-    if fa.span is not fb.span:
-        return DifferentTensorsF2
+    ia, ib = fa.span, fb.span  # (interned: equal spans are one token)
+    if ia is _UNSET:
+        ia = fa.rest()
+    if ib is _UNSET:
+        ib = fb.rest()
+    if ia is None or ib is None:
+        return None
+    if ia is not ib:
+        return DIFFERENT_F2
+    if na.thread_token is _UNSET:
+        na.tokens()
+    if nb.thread_token is _UNSET:
+        nb.tokens()
     if not (na.has_register or nb.has_register) or na.thread_token is not nb.thread_token:
-        return NotEqualF2
+        return NOT_EQUAL_F2
     if fa.reg is not fb.reg or fa.tred is not fb.tred:
-        return NotEqualF2
-    return RegisterOrderF2
+        return NOT_EQUAL_F2
+    return REGISTER_ORDER_F2
 
 
 def _decide_radix(na: NormalForm, nb: NormalForm, ra: RadixPart, rb: RadixPart):
@@ -524,22 +485,26 @@ def _decide_radix(na: NormalForm, nb: NormalForm, ra: RadixPart, rb: RadixPart):
     if ia is None or ib is None:
         return None  # overlapping digits: the strategy compares bitmaps
     if ia is not ib:
-        return DifferentTensorsRadix
+        return DIFFERENT_RADIX
     if ra.key is rb.key:  # (the layouts' keys may be of other parts)
-        return EqualRadix
+        return EQUAL_RADIX
+    if na.size_token is _UNSET:
+        na.tokens()
+    if nb.size_token is _UNSET:
+        nb.tokens()
     if (na.size_token is nb.size_token and not _one_chain(ra.cut_token, rb.cut_token, ra, rb, na.sizes)
             and not _differ_at_a_cut(ra, rb, na.sizes)):
         return None  # no common chain and no difference at a place value: left to the strategies
     # not pointwise equal: the keys differ (different sizes, or different coalesced forms)
     if not (na.has_register or nb.has_register) or na.thread_token is not nb.thread_token:
-        return NotEqualRadix
+        return NOT_EQUAL_RADIX
     qa, qb = ra.q, rb.q
     if qa is None or qb is None:
         return None
     if qa is not qb:
-        return NotEqualRadix
+        return NOT_EQUAL_RADIX
     if not _one_chain(ra.tcut_token, rb.tcut_token, ra, rb, na.threads):
         return None
     if ra.tkey is rb.tkey:
-        return RegisterOrderRadix
-    return NotEqualRadix
+        return REGISTER_ORDER_RADIX
+    return NOT_EQUAL_RADIX

@@ -56,7 +56,7 @@ import numpy as np
 from layoutverify.core import expr as E
 from layoutverify.core import result as R
 from layoutverify.core.errors import LayoutError
-from layoutverify.core.layout import Layout
+from layoutverify.core.layout import Digits, Layout
 
 
 class NotDigitLinear(Exception):
@@ -253,11 +253,8 @@ class DigitForm:
         self.cuts = cuts
         self._own = None
 
-    def __reduce__(self):
-        return _dropped, ()  # rebuilt from the layout after unpickling (see _SLOT)
-
     @classmethod
-    def of_digits(cls, lay: Layout, declared) -> "DigitForm":
+    def of_digits(cls, lay: Layout, declared: Digits) -> "DigitForm":
         """The digit form of a layout made from digits (:meth:`Layout.from_digits`): the same as
         ``DigitForm(lay, forms)`` with the forms its expressions would give (each digit
         ``(x // p) % r`` is the window ``(x, p, p r)``), without building either."""
@@ -265,7 +262,7 @@ class DigitForm:
         df.out_names, df.out_sizes = lay.out_names, lay.out_sizes
         df.sizes = dict(lay.in_dims)
         nout = df.nout = len(lay.out_dims)
-        offset, digits = declared
+        offset, digits = declared.offset, declared.digits
         df.offset = offset
         windows: list[dict] = [{} for _ in range(nout)]
         cuts = {n: {1, s} for n, s in lay.in_dims}
@@ -340,35 +337,18 @@ class DigitForm:
         return out
 
 
-#: the memo slot of :func:`digit_form` in the layout's ``__dict__``: a :class:`DigitForm`, or
-#: ``False`` when there is none (a pickled layout drops a ``DigitForm``, which reads back as
-#: ``None``: built again on first use). On the layout, not in a weak table: no callback when it dies.
-_SLOT = "_digit_form"
-
-
+@Layout.derive("digit_form")
 def digit_form(lay: Layout) -> DigitForm | None:
-    """The layout's digit form (memoised on the layout), or ``None`` when it is not digit-linear
-    or its place values do not form a chain."""
-    df = lay.__dict__.get(_SLOT)
-    if df is not None:
-        return df or None
+    """The layout's digit form (derived data of the layout: ``lay.digit_form``), or ``None``
+    when it is not digit-linear or its place values do not form a chain."""
     try:
-        declared = lay.__dict__.get("_declared_digits")
-        df = DigitForm(lay, _forms(lay)) if declared is None else DigitForm.of_digits(lay, declared)
+        m = lay.map
+        df = DigitForm.of_digits(lay, m) if type(m) is Digits else DigitForm(lay, _forms(lay))
         if df.own_digits() is None:
             df = None
     except NotDigitLinear:
         df = None
-    lay.__dict__[_SLOT] = False if df is None else df
     return df
-
-
-def _dropped() -> None:
-    return None
-
-
-def is_digit_linear(lay: Layout) -> bool:
-    return digit_form(lay) is not None
 
 
 # -- images ------------------------------------------------------------------------------------
@@ -658,7 +638,7 @@ def compare_radix(pair: R.Pair) -> R.Result | None:
                 loc = _mask_locate(mx, el, pair.names)
                 if loc is None or pair.evaluate(side, loc) != el or all(m.contains(v) for m, v in zip(my, el)):
                     return None  # pragma: no cover - the derivation and the evaluator disagree
-                return R.coverage_result(pair, "radix", side, el, loc)
+                return R.coverage_result("radix", side, el, loc)
             return None
     elif ia != ib:
         for side, (ix, iy, dx, fx, other) in (("a", (ia, ib, da, fa, fb)), ("b", (ib, ia, db, fb, fa))):
@@ -668,7 +648,7 @@ def compare_radix(pair: R.Pair) -> R.Result | None:
             loc = _locate(dx, fx.offset, el, pair.names)
             if loc is None or pair.evaluate(side, loc) != el or _in_image(iy, el):
                 return None  # pragma: no cover - the derivation and the evaluator disagree
-            return R.coverage_result(pair, "radix", side, el, loc)
+            return R.coverage_result("radix", side, el, loc)
         return None
 
     # Pointwise.
@@ -677,7 +657,7 @@ def compare_radix(pair: R.Pair) -> R.Result | None:
         ca = fa.digits(_side_chains(fa, chains))
         cb = fb.digits(_side_chains(fb, chains))
         if fa.offset == fb.offset and ca == cb:
-            return R.equal_result(pair, "radix", "identical mixed-radix digit strides")
+            return R.equal_result("radix", "identical mixed-radix digit strides")
         diff_loc = None
         if fa.offset != fb.offset:
             diff_loc = pair.location()

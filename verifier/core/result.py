@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from layoutverify.core import expr as E
 from layoutverify.core.layout import Layout
 
 VERDICTS = ("equal", "equal_up_to_register_order", "not_equal", "different_tensors", "unknown")
@@ -19,11 +18,13 @@ REGISTER = "register"
 _DIM_ORDER = ("register", "offset", "lane", "warp", "block")
 
 
-_new = object.__new__
-
-
 class Result:
-    """The outcome of :func:`compare`.
+    """The outcome of :func:`layoutverify.core.compare.compare`: ``verdict`` (one of
+    :data:`VERDICTS`), ``method`` (the strategy that proved it: ``f2``, ``radix``, ``table``,
+    ``z3``; or ``shape`` / ``kinds`` / ``identical`` for verdicts read off the dims and the
+    expressions), ``witness``, ``reason`` (one sentence), ``seconds`` (the time a strategy took;
+    0.0 for a verdict read off the layouts' normal forms) and ``details`` (extra facts, e.g.
+    ``smt2``: the file the solver's queries went to).
 
     ``witness`` by verdict:
 
@@ -38,15 +39,14 @@ class Result:
 
     **Deferred witnesses.** A verdict decided on the layouts' normal forms
     (:mod:`layoutverify.core.normalform`) is proved without a counterexample; its ``witness`` and
-    ``reason`` are built on first access (:meth:`deferred`) by the strategy that finds concrete
+    ``reason`` are built on first access (:meth:`proved`) by the strategy that finds concrete
     counterexamples, which re-evaluates the witness on both layouts, and must reach the same
-    verdict (an :class:`AssertionError`, i.e. an internal error, otherwise).
+    verdict (an :class:`AssertionError`, i.e. an internal error, otherwise). A result pickles
+    with its layouts and builds the witness on the other side.
     """
 
-    # defaults on the class: a result is built with a few attribute stores (compare answers many
-    # pairs in well under a microsecond each). ``seconds`` is the wall time compare spent; a
-    # verdict read off two normal forms that were already built (a few comparisons) is not timed
-    # and keeps 0.0.
+    # defaults on the class: a verdict read off normal forms is a result with two attribute
+    # stores (``verdict``, ``method``) and a deferred witness
     _witness = _reason = _build = _details = None
     seconds = 0.0
 
@@ -58,22 +58,16 @@ class Result:
             self._details = details
 
     @classmethod
-    def proved(cls, verdict: str, method: str, seconds: float, reason: str | None = None, build=None) -> "Result":
-        """A verdict decided on normal forms: ``equal`` with its ``reason``, or another verdict
-        whose witness and reason come from ``build()`` (see :meth:`deferred`)."""
+    def proved(cls, verdict: str, method: str, build=None) -> "Result":
+        """A verdict decided without a counterexample: ``equal`` (its reason said on first read),
+        or another verdict whose witness and reason come from ``build()`` (a callable, or a tuple
+        ``(function, *arguments)``) returning a full :class:`Result` of the same verdict, called
+        once on first access."""
         r = _new(cls)
-        r.verdict, r.method, r.seconds = verdict, method, seconds
-        if build is None:
-            r._reason = reason
-        else:
+        r.verdict, r.method = verdict, method
+        if build is not None:
             r._build = build
         return r
-
-    @classmethod
-    def deferred(cls, verdict: str, method: str, build) -> "Result":
-        """A result whose witness and reason come from ``build()``, a full :class:`Result` of
-        the same verdict, called once on first access."""
-        return cls.proved(verdict, method, 0.0, None, build)
 
     @property
     def details(self) -> dict:
@@ -88,7 +82,6 @@ class Result:
 
     def _force(self) -> None:
         build, self._build = self._build, None
-        # a callable, or (function, *arguments): the hot path stores a tuple, not a closure
         full = build[0](*build[1:]) if type(build) is tuple else build()
         if full.verdict != self.verdict:
             raise AssertionError(f"internal: the normal forms say {self.verdict}, the {full.method} strategy "
@@ -97,6 +90,7 @@ class Result:
 
     @property
     def witness(self) -> dict | None:
+        """The counterexample (see the class docstring); built on first read when deferred."""
         if self._build is not None:
             self._force()
         return self._witness
@@ -107,6 +101,7 @@ class Result:
 
     @property
     def reason(self) -> str:
+        """Why the verdict holds, in one sentence."""
         if self._build is not None:
             self._force()
         reason = self._reason
@@ -122,6 +117,7 @@ class Result:
 
     @property
     def proved_equal(self) -> bool:
+        """Whether the verdict is ``equal``."""
         return self.verdict == "equal"
 
     def _fields(self) -> tuple:
@@ -130,7 +126,7 @@ class Result:
     def __eq__(self, other) -> bool:
         return isinstance(other, Result) and self._fields() == other._fields()
 
-    __hash__ = None  # mutable, like the dataclass it replaces
+    __hash__ = None  # mutable
 
     def __repr__(self) -> str:
         v, m, w, s, r, d = self._fields()
@@ -138,9 +134,13 @@ class Result:
                 f"details={d!r})")
 
     def to_json(self) -> dict:
+        """``verdict``, ``method``, ``witness``, ``seconds``, ``reason`` (and ``details``) as JSON."""
         return {"verdict": self.verdict, "method": self.method, "witness": _jsonable(self.witness),
                 "seconds": round(self.seconds, 6), "reason": self.reason, **(
                     {"details": _jsonable(self._details)} if self._details else {})}
+
+
+_new = object.__new__
 
 
 def _jsonable(x):
@@ -151,46 +151,6 @@ def _jsonable(x):
     if isinstance(x, np.integer):
         return int(x)
     return x
-
-
-# Verdicts proved on normal forms (:mod:`layoutverify.core.normalform`): verdict and method are
-# class attributes, so compare answers with a single allocation (a fresh object each time:
-# callers may set ``seconds`` on it). The counterexample of a verdict other than ``equal`` is
-# deferred (see Result); ``normalform.decide`` answers with one of these classes.
-class EqualF2(Result):
-    verdict, method = "equal", "f2"
-
-
-class EqualRadix(Result):
-    verdict, method = "equal", "radix"
-
-
-class NotEqualF2(Result):
-    verdict, method = "not_equal", "f2"
-
-
-class NotEqualRadix(Result):
-    verdict, method = "not_equal", "radix"
-
-
-class DifferentTensorsF2(Result):
-    verdict, method = "different_tensors", "f2"
-
-
-class DifferentTensorsRadix(Result):
-    verdict, method = "different_tensors", "radix"
-
-
-class RegisterOrderF2(Result):
-    verdict, method = "equal_up_to_register_order", "f2"
-
-
-class RegisterOrderRadix(Result):
-    verdict, method = "equal_up_to_register_order", "radix"
-
-
-#: the result class of an ``equal`` read off two identical normal-form keys, by method
-EQUAL_ON_NORMAL_FORMS = {"f2": EqualF2, "radix": EqualRadix}
 
 
 _EQUAL_REASON = {"f2": "every hardware location holds the same element (identical F2 bases)",
@@ -217,36 +177,28 @@ class Pair:
         self.has_register = REGISTER in self.names
 
     def layout(self, side: str) -> Layout:
+        """Layout ``a`` or ``b`` by side (``"a"`` / ``"b"``)."""
         return self.a if side == "a" else self.b
 
     def sizes(self, side: str) -> dict:
+        """The aligned hardware sizes of one side (1 for a dim that side lacks)."""
         return self.size_a if side == "a" else self.size_b
 
     def location(self, **idx) -> dict:
+        """A location over the aligned dims: the given indices, 0 for every other dim."""
         return {n: int(idx.get(n, 0)) for n in self.names}
 
     def evaluate(self, side: str, loc: dict) -> list[int] | None:
-        """Element at a hardware location (exact integer evaluation of the layout's
-        expressions), ``None`` where the location lies outside that layout."""
-        lay = self.layout(side)
+        """Element at a hardware location (exact integer evaluation, :meth:`Layout.element`),
+        ``None`` where the location lies outside that layout."""
         sizes = self.sizes(side)
         if any(loc.get(n, 0) >= sizes[n] or loc.get(n, 0) < 0 for n in self.names):
             return None
-        declared = lay.__dict__.get("_declared_bases")
-        if declared is not None:  # an F2 layout: XOR of the bases of the set bits
-            out = [0] * len(lay.out_dims)
-            for n, vecs in declared.items():
-                x = int(loc.get(n, 0))
-                for v in vecs:
-                    if x & 1:
-                        out = [o ^ c for o, c in zip(out, v)]
-                    x >>= 1
-            return out
-        env = {n: int(loc.get(n, 0)) for n in lay.in_names}
-        memo: dict = {}
-        return [eval_point(e, env, memo) for e in lay.exprs]
+        return self.layout(side).element(loc)
 
     def location_witness(self, loc: dict) -> dict:
+        """The witness of a location: ``{"hardware": loc, "a": A(loc), "b": B(loc)}`` (``None`` where
+        the location lies outside a side)."""
         return {"hardware": dict(loc), "a": self.evaluate("a", loc), "b": self.evaluate("b", loc)}
 
     def outside_location(self) -> dict | None:
@@ -257,16 +209,11 @@ class Pair:
         return None
 
     def outside_thread_location(self) -> dict | None:
+        """A thread location (register 0) that exists in one layout only, or ``None``."""
         for n in self.thread_names:
             if self.size_a[n] != self.size_b[n]:
                 return self.location(**{n: min(self.size_a[n], self.size_b[n])})
         return None
-
-
-def eval_point(e, env: dict, memo: dict | None = None) -> int:
-    """One expression at one hardware location, with Python integers (no numpy): the cheap
-    evaluator used to re-check witnesses."""
-    return E.evaluate_int(e, env, memo)
 
 
 def _fmt_loc(loc: dict) -> str:
@@ -314,7 +261,8 @@ def shape_mismatch(a: Layout, b: Layout) -> Result | None:
     return Result("different_tensors", "shape", w, 0.0, why)
 
 
-def coverage_result(pair: Pair, method: str, side: str, element, loc) -> Result:
+def coverage_result(method: str, side: str, element, loc) -> Result:
+    """``different_tensors``: ``element`` is held by ``side`` (at ``loc``) and by no location of the other."""
     other = "b" if side == "a" else "a"
     w = {"element": [int(c) for c in element], "held_by": side, "hardware": dict(loc)}
     return Result("different_tensors", method, w, 0.0,
@@ -322,7 +270,8 @@ def coverage_result(pair: Pair, method: str, side: str, element, loc) -> Result:
                   f"but by no hardware location of {other.upper()}")
 
 
-def equal_result(pair: Pair, method: str, how: str) -> Result:
+def equal_result(method: str, how: str) -> Result:
+    """``equal``, proved by ``method`` (``how`` says how, in the reason)."""
     return Result("equal", method, None, 0.0, f"every hardware location holds the same element ({how})")
 
 

@@ -34,13 +34,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import weakref
 
 import numpy as np
 
 from layoutverify.core import expr as E
 from layoutverify.core import result as R
 from layoutverify.core.errors import LayoutError
+from layoutverify.core.layout import Layout
 
 #: The hardware dim whose numbering the per-thread set queries ignore.
 C_REG = "register"
@@ -54,41 +54,28 @@ RECHECK_TABLE = 1 << 20
 
 
 # -- widths and terms -------------------------------------------------------------------------
-def max_bound(exprs, bounds) -> int:
-    """The largest interval upper bound over every subterm of ``exprs``."""
-    best = 0
-    seen = set()
-    stack = list(exprs)
-    while stack:
-        x = stack.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
-        best = max(best, E.upper_bound(x, bounds))
-        stack.extend(E._children(x))
-    return best
-
-
 def width_for(pair) -> int:
-    # the flat element index (row-major) is formed in coverage queries, so it must fit as well
+    """The bit-vector width of a pair's queries: every subterm of either layout (interval
+    bounds), every hardware size and the flat element index (formed in coverage queries) fit,
+    plus a spare bit."""
     top = max(max(pair.size_a.values()), max(pair.size_b.values()), pair.a.out_size(), 2)
     for lay in (pair.a, pair.b):
-        bounds = {n: s - 1 for n, s in lay.in_dims}
-        top = max(top, _cached_bound(lay, bounds))
+        facts = smt_facts(lay)
+        bound = facts.get("bound")
+        if bound is None:
+            bounds = {n: s - 1 for n, s in lay.in_dims}
+            bound = facts["bound"] = max([E.max_intermediate(e, bounds) for e in lay.exprs], default=0)
+        top = max(top, bound)
     return top.bit_length() + 1
 
 
-_BOUND_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_TERM_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_FACT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _cached_bound(lay, bounds) -> int:
-    v = _BOUND_CACHE.get(lay)
-    if v is None:
-        v = max_bound(lay.exprs, bounds)
-        _BOUND_CACHE[lay] = v
-    return v
+@Layout.derive("smt_facts")
+def smt_facts(lay: Layout) -> dict:
+    """What the solver has established about one layout (derived data of the layout, filled
+    as queries answer): ``bound`` (the largest interval bound of any subterm), ``terms``
+    (width -> z3 terms), ``in_range``, ``image`` (:func:`image_size`), ``elements`` (the set of
+    flat elements held)."""
+    return {}
 
 
 def variables(names, width: int, suffix: str = ""):
@@ -99,7 +86,7 @@ def variables(names, width: int, suffix: str = ""):
 def layout_terms(lay, width: int) -> list:
     """z3 terms of ``lay``'s logical coordinates over variables named after its hardware dims
     (cached per layout and width)."""
-    per = _TERM_CACHE.setdefault(lay, {})
+    per = smt_facts(lay).setdefault("terms", {})
     t = per.get(width)
     if t is None:
         env = variables(lay.in_names, width)
@@ -133,9 +120,12 @@ class QueryLog:
         self.entries: list[tuple[str, str, str]] = []
 
     def add(self, label: str, text: str, answer: str):
+        """Record one query (its label, SMT-LIB2 text and z3's answer)."""
         self.entries.append((label, text, answer))
 
     def render(self) -> str:
+        """The SMT-LIB2 file: a header with the expected answers, then each query in ``(push
+        1)``/``(pop 1)``."""
         out = ["; layoutverify comparison queries (SMT-LIB2). Each query asks for a counterexample:",
                "; unsat proves the property named in its comment. Replay: z3 FILE",
                f"; {len(self.entries)} queries; expected answers, in order: "
@@ -147,6 +137,7 @@ class QueryLog:
         return "\n".join(out) + "\n"
 
     def write(self, path: str):
+        """Write :meth:`render` to ``path`` (through :mod:`layoutverify.core.files`)."""
         from layoutverify.core.files import write_text
         write_text(path, self.render(), what="SMT-LIB2 file")
 
@@ -167,6 +158,7 @@ class Query:
             log.add(label, s.to_smt2(), self.answer)
 
     def value(self, var) -> int:
+        """The value the satisfying model gives ``var`` (an int)."""
         return self.model.eval(var, model_completion=True).as_long()
 
 
@@ -206,7 +198,7 @@ def _z3_compare(pair, timeout_ms, log):
     if q1.answer == "unknown":
         return _unknown(pair, "the pointwise comparison", q1)
     if q1.answer == "unsat" and pair.same_sizes:
-        return R.equal_result(pair, "z3", "no differing location exists: pointwise query unsat")
+        return R.equal_result("z3", "no differing location exists: pointwise query unsat")
     diff_loc = loc_from(q1, X) if q1.answer == "sat" else pair.outside_location()
     dw = pair.location_witness(diff_loc)
     if dw["a"] == dw["b"]:
@@ -242,7 +234,7 @@ def _z3_compare(pair, timeout_ms, log):
                         f"so it is undecided whether they cover the same elements")
     if cov is not None:
         _, side, element, loc = cov
-        return R.coverage_result(pair, "z3", side, element, loc)
+        return R.coverage_result("z3", side, element, loc)
     _, loc, side, tset = thread_res
     return R.not_equal_result(pair, "z3", loc, side, thread_set=tset)
 
@@ -294,7 +286,7 @@ def _thread_witness_ok(pair, side, loc) -> bool:
 def _check_in_range(lay, side, w, timeout_ms, log):
     """Refuse a layout that maps some location outside its own logical shape."""
     import z3
-    facts = _FACT_CACHE.setdefault(lay, {})
+    facts = smt_facts(lay)
     if facts.get("in_range"):
         return
     bounds = {n: s - 1 for n, s in lay.in_dims}
@@ -336,7 +328,7 @@ def image_size(lay, side, w, timeout_ms, log) -> int | None:
     locations as elements.)
     """
     import z3
-    facts = _FACT_CACHE.setdefault(lay, {})
+    facts = smt_facts(lay)
     if "image" in facts:
         return facts["image"]
     sizes = dict(lay.in_dims)
@@ -387,42 +379,10 @@ def unread_digits(lay) -> list[tuple[str, tuple[int, int]]]:
     (``(x // p) % m``, ``x % m``, ``x // p``, ``(x >> b) & mask``). A guess only: the caller
     proves it with a query. At most one digit per dim, with ``p | q`` and ``q | size``."""
     reads: dict[str, list[tuple[int, int | None]]] = {n: [] for n in lay.in_names}
-
-    def mark(name, lo, hi):
-        reads[name].append((lo, hi))
-
-    def walk(e):
-        # returns nothing; records reads of variables reached through recognised digit patterns
-        if isinstance(e, E.Var):
-            mark(e.name, 1, None)
-            return
-        if isinstance(e, E.Mod) and isinstance(e.a, E.FloorDiv) and isinstance(e.a.a, E.Var):
-            mark(e.a.a.name, e.a.c, e.a.c * e.c)
-            return
-        if isinstance(e, E.Mod) and isinstance(e.a, E.Var):
-            mark(e.a.name, 1, e.c)
-            return
-        if isinstance(e, E.FloorDiv) and isinstance(e.a, E.Var):
-            mark(e.a.name, e.c, None)
-            return
-        if isinstance(e, E.And) and isinstance(e.a, E.Shr) and isinstance(e.a.a, E.Var):
-            for b in range(e.c.bit_length()):
-                if (e.c >> b) & 1:
-                    mark(e.a.a.name, 1 << (e.a.c + b), 1 << (e.a.c + b + 1))
-            return
-        if isinstance(e, E.And) and isinstance(e.a, E.Var):
-            for b in range(e.c.bit_length()):
-                if (e.c >> b) & 1:
-                    mark(e.a.name, 1 << b, 1 << (b + 1))
-            return
-        if isinstance(e, E.Shr) and isinstance(e.a, E.Var):
-            mark(e.a.name, 1 << e.c, None)
-            return
-        for c in E._children(e):
-            walk(c)
-
+    memo: dict = {}
     for e in lay.exprs:
-        walk(e)
+        for name, lo, hi in E.fold(e, _READS, memo):
+            reads[name].append((lo, hi))
     out = []
     for n, s in lay.in_dims:
         if s == 1:
@@ -445,6 +405,45 @@ def unread_digits(lay) -> list[tuple[str, tuple[int, int]]]:
         if best is not None:
             out.append((n, best))
     return out
+
+
+# The digit windows an expression reads, as an :func:`layoutverify.core.expr.fold` rule set: a
+# node's value is the set of ``(dim, lo, hi)`` read windows (``hi`` None: up to the top). A
+# recognised digit pattern over a variable reads its window; any other node reads what its
+# children read.
+def _bits_read(name: str, shift: int, mask: int) -> frozenset:
+    return frozenset((name, 1 << (shift + b), 1 << (shift + b + 1)) for b in range(mask.bit_length()) if (mask >> b) & 1)
+
+
+def _mod_reads(x, a):
+    if isinstance(x.a, E.FloorDiv) and isinstance(x.a.a, E.Var):
+        return frozenset({(x.a.a.name, x.a.c, x.a.c * x.c)})
+    if isinstance(x.a, E.Var):
+        return frozenset({(x.a.name, 1, x.c)})
+    return a
+
+
+def _and_reads(x, a):
+    if isinstance(x.a, E.Shr) and isinstance(x.a.a, E.Var):
+        return _bits_read(x.a.a.name, x.a.c, x.c)
+    if isinstance(x.a, E.Var):
+        return _bits_read(x.a.name, 0, x.c)
+    return a
+
+
+_READS = {
+    E.Var: lambda x: frozenset({(x.name, 1, None)}),
+    E.Const: lambda x: frozenset(),
+    E.Add: lambda x, a, b: a | b,
+    E.Xor: lambda x, a, b: a | b,
+    E.Mul: lambda x, a: a,
+    E.FloorDiv: lambda x, a: frozenset({(x.a.name, x.c, None)}) if isinstance(x.a, E.Var) else a,
+    E.Mod: _mod_reads,
+    E.And: _and_reads,
+    E.Shr: lambda x, a: frozenset({(x.a.name, 1 << x.c, None)}) if isinstance(x.a, E.Var) else a,
+    E.Shl: lambda x, a: a,
+    E.Lookup: lambda x, i: i,
+}
 
 
 def _coverage(pair, X, w, ta, tb, timeout_ms, log):
@@ -549,7 +548,7 @@ def indicator(index, member: np.ndarray, width: int):
 
 
 def _element_set(lay) -> np.ndarray:
-    facts = _FACT_CACHE.setdefault(lay, {})
+    facts = smt_facts(lay)
     s = facts.get("elements")
     if s is None:
         s = np.unique(lay.flat_table())

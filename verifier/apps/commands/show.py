@@ -59,12 +59,12 @@ def run(args) -> int:
         # Same fingerprint = same dims (size-1 hardware dims aside) and the same normal form.
         agree = native.out_dims == ours.out_dims and native.fingerprint() == ours.fingerprint()
     if args.json:
-        out = {"framework": fw, "spec": args.spec, "layout_kind": ours.kind, "layout": ours.normal_form(),
+        out = {"framework": fw, "spec": args.spec, "layout_kind": ours.kind, "layout": ours.to_json(),
                "fingerprint": ours.fingerprint(), "f2_linear": ours.is_f2_linear()}
         if native_error is not None:
             out["native"] = {"error": native_error}
         if native is not None:
-            out["native"] = {"layout": native.normal_form(), "fingerprint": native.fingerprint(), "agree": agree}
+            out["native"] = {"layout": native.to_json(), "fingerprint": native.fingerprint(), "agree": agree}
         jsonout.emit("layout", out)
     else:
         print(f"{fw} layout ({_kind_label(ours)})" + (f": {ours.name}" if ours.name else ""))

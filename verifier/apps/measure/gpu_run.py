@@ -5,7 +5,7 @@ Readback: the suite's conversion kernel (:mod:`layoutverify.adapters.triton.comp
 the observed registers) runs once with the input ``in[i] = i`` (raw bits of the pair's dtype; for
 fp8 two runs carry the low and the high byte of ``i``); the output must hold ``i`` at ``i``. The
 holder thread of every element in ``A`` and in ``B`` is read with
-:func:`layoutverify.apps.gpu.thread_tags`. A misplaced element is reported as the hardware location
+:func:`layoutverify.apps.measure.ground_truth.thread_tags`. A misplaced element is reported as the hardware location
 of ``B`` (``register``, ``lane``, ``warp``) that received the wrong element, and where ``A`` held it.
 The PTX the GPU ran is returned, so that :mod:`layoutverify.apps.ptxsim` can execute it.
 
@@ -111,7 +111,7 @@ def readback(case: dict, b_layout, a_layout) -> dict:
     bad = np.nonzero(got != want)[0]
     report = {"ok": bad.size == 0, "elements": n, "n_mismatches": int(bad.size), "mismatches": [], "ptx": ptx}
     if bad.size:
-        from layoutverify.apps.gpu import thread_tags
+        from layoutverify.apps.measure.ground_truth import thread_tags
         holders_b = thread_tags(b_layout).reshape(-1)
         for e in bad[:10]:
             t = int(holders_b[e])

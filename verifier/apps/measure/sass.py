@@ -41,6 +41,7 @@ class LoopCounts:
     unroll: int = 1
 
     def to_json(self) -> dict:
+        """The counts as JSON."""
         return asdict(self)
 
 

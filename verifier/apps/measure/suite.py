@@ -15,6 +15,8 @@ DTYPE_BITS = {"fp8": 8, "f16": 16, "bf16": 16, "f32": 32}
 
 @dataclass(frozen=True)
 class Pair:
+    """One conversion of the measurement suite: layouts ``a`` -> ``b`` over ``shape`` with its element
+    type, named and grouped by family."""
     name: str
     family: str
     a: str
@@ -24,9 +26,11 @@ class Pair:
 
     @property
     def element_bytes(self) -> int:
+        """Bytes of one element of the pair's element type."""
         return DTYPE_BITS[self.dtype] // 8
 
     def to_json(self) -> dict:
+        """The pair as JSON."""
         return {"name": self.name, "family": self.family, "a": self.a, "b": self.b, "shape": list(self.shape),
                 "dtype": self.dtype}
 

@@ -28,7 +28,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from layoutverify.apps import api, jsonout
+from layoutverify.apps import api, jsonout, proof_render
 
 from . import requests as rq
 from . import security
@@ -227,21 +227,14 @@ def client_of(request: Request) -> str:
 def prove_json(got: dict, a: str, b: str, strict: bool) -> dict:
     """The answer to a prove request: ``layoutverify prove --json``'s object plus the service's fields."""
     res = got["result"]
-    code = api.PROVE_EXIT[res["verdict"]]
-    if res["verdict"] == "equal_up_to_register_order" and strict:
-        code = 1
-    return jsonout.document("proof", {"id": got["id"], "result_id": got.get("result_id"), "a": a, "b": b, **res,
-                                      "fingerprints": got["fingerprints"],
-                                      "tool_version": tool_version(), "exit": code, "cached": got["cached"]})
+    return jsonout.document("proof", {"id": got["id"], "result_id": got.get("result_id"), **proof_render.proof_fields(
+        res, a=a, b=b, fingerprints=got["fingerprints"], code=proof_render.exit_code(res["verdict"], strict),
+        tool_version=tool_version(), cached=got["cached"])})
 
 
 def proof_text(d: dict) -> str:
     """A prove answer as text (``Accept: text/plain``), the lines ``layoutverify prove`` prints first."""
-    import json
-    lines = [f"verdict: {d['verdict']}", f"method:  {d['method']}  ({d['seconds'] * 1000:.1f} ms)",
-             f"reason:  {d['reason']}"]
-    if d.get("witness"):
-        lines.append(f"witness: {json.dumps(d['witness'])}")
+    lines = proof_render.proof_text(d)
     if d.get("id"):
         lines.append(f"result:  /r/{d['id']}")
     return "\n".join(lines) + "\n"
@@ -530,5 +523,5 @@ def stored_json(row: dict) -> dict:
     fields.update(fingerprints={"a": row["fp_a"], "b": row["fp_b"]}, options=row["options"],
                   tool_version=row["tool_version"], created=row["created"], cached=True)
     if row["kind"] == "prove":
-        fields["exit"] = api.PROVE_EXIT.get(result.get("verdict"), 3)
+        fields["exit"] = proof_render.exit_code(result.get("verdict"))
     return jsonout.document(kind, fields)

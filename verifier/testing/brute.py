@@ -61,11 +61,15 @@ def witness_problem(a: Layout, b: Layout, res) -> str | None:
     w = res.witness
     if res.verdict in ("not_equal", "equal_up_to_register_order"):
         loc = w["hardware"]
+        if set(w) != {"hardware", "a", "b"} or set(loc) != set(p.names):
+            return f"the witness {w} is not {{hardware: one index per dim of the pair, a, b}}"
         if w["a"] != p.evaluate("a", loc) or w["b"] != p.evaluate("b", loc):
             return f"the location {loc} does not hold the witness's elements"
         if w["a"] == w["b"]:
             return f"the location {loc} holds the same element in A and B"
         if "in no register" in (res.reason or ""):
+            if "A's element" not in res.reason and "B's element" not in res.reason:
+                return f"the reason {res.reason!r} names no side"
             side = "a" if "A's element" in res.reason else "b"
             other = "b" if side == "a" else "a"
             thread = {n: loc[n] for n in p.names if n != REGISTER}
@@ -75,6 +79,8 @@ def witness_problem(a: Layout, b: Layout, res) -> str | None:
         return None
     if res.verdict == "different_tensors" and w and "element" in w:
         side = w["held_by"]
+        if side not in ("a", "b") or set(w["hardware"]) != set(p.names):
+            return f"the witness {w} names no side (a or b) or not every dim of the pair"
         other = p.layout("b" if side == "a" else "a")
         if p.evaluate(side, w["hardware"]) != w["element"]:
             return f"{side.upper()} does not hold {w['element']} at {w['hardware']}"

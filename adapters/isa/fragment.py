@@ -49,6 +49,7 @@ class Fragment:
     blocks: int = 1           #: independent blocks (AMD multi-block MFMA); > 1 adds a leading logical dim
 
     def in_dims(self):
+        """The hardware dims ``register, lane, warp, block`` with their sizes (block 1)."""
         return [("register", self.registers), ("lane", self.lanes), ("warp", self.warps), ("block", 1)]
 
     @property
@@ -65,4 +66,5 @@ class Fragment:
 
     @property
     def threads(self) -> int:
+        """Threads that hold the fragment: ``lanes * warps``."""
         return self.lanes * self.warps

@@ -20,11 +20,13 @@ _TOKEN = re.compile(r"[A-Za-z0-9_:]+")
 
 @dataclass(frozen=True)
 class Token:
+    """One dot-separated token of an instruction name, with its 1-based column."""
     text: str
     column: int          #: 1-based column in the original text
 
     @property
     def low(self) -> str:
+        """The token in lower case (names compare case-insensitively)."""
         return self.text.lower()
 
 
