@@ -62,12 +62,12 @@ class _Absent(types.ModuleType):
 
     def __init__(self, name: str, lenient: bool = False):
         super().__init__(name)
-        self.__dict__["_lenient"] = lenient
+        vars(self)["_lenient"] = lenient
 
     def __getattr__(self, name: str):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        if self.__dict__.get("_lenient"):
+        if vars(self).get("_lenient"):
             return _StandIn(f"{self.__name__}.{name}", self.__name__)
         raise _absent_error(f"{self.__name__}.{name}", self.__name__)
 
@@ -121,7 +121,7 @@ def _bind_placeholders(names: dict) -> list[str]:
                 sys.modules[dotted] = module
                 bound.append(dotted)
             if parent is not None and isinstance(parent, _Absent):
-                parent.__dict__[parts[i - 1]] = module
+                setattr(parent, parts[i - 1], module)
             parent = module
     return bound
 

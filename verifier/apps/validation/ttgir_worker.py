@@ -64,7 +64,7 @@ def compile_ttgir(text: str, arch: int) -> str:
             f.write(text)
         module = ir.parse_mlir_module(path, ctx)
     module.context = ctx
-    metadata = {"hash": "0" * 64, "target": target, **options.__dict__}
+    metadata = {"hash": "0" * 64, "target": target, **vars(options)}
     keys = list(stages)
     for ext in keys[keys.index("ttgir") + 1:]:
         module = stages[ext](module, metadata)
