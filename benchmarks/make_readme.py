@@ -349,6 +349,8 @@ INTRO = [
 
 #: what the results files that no section above tabulates hold (listed with their machine and date)
 OTHER_RESULTS = {
+    "bench_shortcuts.json": "`bench_shortcuts.py`: each shortcut that remains after issue 24 against the general path "
+                            "it stands for, end to end, in CPU time (docs/ARCHITECTURE.md)",
     "bench_sweep_16core_nospin.json": "a 16-core sweep run of the same code before `--spin` existed",
     "bench_sweep_16core_run1.json": "the first 16-core run of the sharded sweep (before the locality order and the "
                                     "per-share parse memo)",
