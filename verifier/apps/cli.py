@@ -37,6 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``layoutverify`` argument parser, with the subparser of every command module present."""
     p = _Parser(prog="layoutverify",
                 description="Prove GPU tensor layouts equal across Triton, CuTe, Tilus, IREE and PTX, "
                             "or find a counterexample.",

@@ -338,6 +338,7 @@ def corpus_files(paths) -> list[Path]:
 
 
 def load(paths) -> Corpus:
+    """The claims, named layouts and inexpressible entries of every corpus file under ``paths``."""
     out = Corpus()
     for f in corpus_files(paths):
         c = load_file(f)

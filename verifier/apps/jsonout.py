@@ -42,6 +42,7 @@ def document(kind: str, fields: dict | None = None) -> dict:
 
 
 def dumps(kind: str, fields: dict | None = None, *, indent: int | None = None) -> str:
+    """A document of ``kind`` as JSON text (values JSON cannot write as they are, as strings)."""
     return json.dumps(document(kind, fields), indent=indent, default=str)
 
 
@@ -51,6 +52,8 @@ def emit(kind: str, fields: dict | None = None, *, indent: int | None = None, fi
 
 
 def error_code(exc: BaseException) -> str:
+    """The JSON error code of an exception: that of the first class in its MRO listed in
+    :data:`ERROR_CODES`, else ``internal``."""
     for cls in type(exc).__mro__:
         if cls.__name__ in ERROR_CODES:
             return ERROR_CODES[cls.__name__]
@@ -59,6 +62,8 @@ def error_code(exc: BaseException) -> str:
 
 def error_document(code: str, message: str, *, exit_code: int, token: str | None = None,
                    column: int | None = None) -> dict:
+    """The ``error`` document: the exit code and ``{code, message}``, with the offending token and
+    column when known."""
     err = {"code": code, "message": message}
     if token is not None:
         err["token"] = token

@@ -14,6 +14,7 @@ _MARK = {"holds": "ok", "fails": "FAIL", "error": "ERROR", "known": "KNOWN", "fi
 
 
 def summary(outcomes: list[Outcome]) -> Counter:
+    """The number of outcomes per status."""
     return Counter(o.status for o in outcomes)
 
 
@@ -48,6 +49,8 @@ def table(outcomes: list[Outcome], quiet: bool = False) -> str:
 
 
 def summary_line(outcomes: list[Outcome]) -> str:
+    """The line that closes the table: passed, failed (errors among them), known differences and
+    computed findings."""
     c = summary(outcomes)
     return (f"{c['holds']} passed, {c['fails'] + c['error']} failed"
             + (f" ({c['error']} errors)" if c["error"] else "")

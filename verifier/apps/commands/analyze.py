@@ -20,6 +20,7 @@ from .common import add_layout_options, load, positive_int
 
 
 def register(sub) -> None:
+    """The ``analyze`` subcommand's arguments."""
     p = sub.add_parser("analyze", help="cost of a layout conversion A -> B, or properties of one layout",
                        description=__doc__.split("\n\n")[1].replace("\n", " "))
     p.add_argument("a", metavar="A", help="source layout, FRAMEWORK:TEXT")
@@ -42,6 +43,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Run ``layoutverify analyze``: the conversion report of ``A -> B`` (with Triton's lowering on
+    NVIDIA), or the properties of each layout given; the exit code: 0, or 2 for bad input."""
     from layoutverify.core.banks import element_bytes
     element_bytes(args.element_bits)  # validate early: a bad width is bad input
     if args.timeout_ms <= 0:
@@ -98,6 +101,7 @@ def _properties(args, layouts) -> int:
 
 
 def render_properties(p: dict) -> str:
+    """A layout's properties (:func:`layoutverify.core.properties.properties`) as text, one fact a line."""
     lines = [f"kind: {p['kind']}",
              "hardware: " + ", ".join(f"{k}={v}" for k, v in p["hardware"].items()),
              "logical:  " + ", ".join(f"{k}={v}" for k, v in p["logical"].items())]

@@ -19,6 +19,7 @@ from .common import json_output, output_path, positive_int
 
 
 def register(sub) -> None:
+    """The ``atlas`` subcommand's arguments."""
     p = sub.add_parser("atlas", help="the fragment atlas: every MMA/ldmatrix fragment x every framework",
                        description="Check the atlas corpus (claims tying each instruction fragment of the PTX/AMD "
                                    "ISA to Triton, CuTe, Tilus and IREE) and render the fragment x framework matrix: "
@@ -38,6 +39,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Run ``layoutverify atlas``: build the atlas, print its matrix and write the reports asked
+    for; the exit code: 0 every claim passes (and, with ``--native``, every framework agrees), 1
+    otherwise, 2 bad input."""
     if args.jobs is not None and args.jobs < 1:
         raise LayoutError(f"--jobs must be at least 1, got {args.jobs}")
     atlas = A.build(args.corpus, native=args.native, jobs=args.jobs, progress=progress_bar())

@@ -18,6 +18,7 @@ from .common import json_output, output_path, positive_int
 
 
 def register(sub) -> None:
+    """The ``check`` subcommand's arguments."""
     p = sub.add_parser("check", help="check the equivalence claims of corpus files (CI gate)",
                        description="Check every claim in the given TOML corpus files or directories, print a "
                                    "table, and exit 0 when every claim holds, 1 otherwise (2: bad input).")
@@ -58,6 +59,8 @@ def print_warnings(outcomes, *, quiet: bool) -> None:
 
 
 def run(args) -> int:
+    """Run ``layoutverify check``: check the corpora's claims (those ``-k`` selects), print the table
+    and write the reports asked for; the exit code: 0 every claim passes, 1 otherwise, 2 bad input."""
     if args.jobs is not None and args.jobs < 1:
         raise LayoutError(f"--jobs must be at least 1, got {args.jobs}")
     c = corpus.load(args.paths)

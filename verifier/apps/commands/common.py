@@ -93,12 +93,14 @@ def json_output(what: str = "JSON file"):
 
 
 def add_triton_version_option(p: argparse.ArgumentParser) -> None:
+    """Add ``--triton-version``: the Triton release whose semantics read ``triton:`` layouts."""
     p.add_argument("--triton-version", choices=TRITON_VERSIONS, default=None,
                    help="read triton: layouts with this Triton release's semantics "
                         "(default: the installed Triton's, else 3.9)")
 
 
 def add_layout_options(p: argparse.ArgumentParser) -> None:
+    """Add the options of reading a layout: ``--shape``, ``--warp-size`` and ``--triton-version``."""
     p.add_argument("--shape", help="logical tensor shape, e.g. 64x64 (Triton register/shared encodings need one "
                                     "unless the text is a whole tensor<...> type)")
     p.add_argument("--warp-size", type=warp_size, default=None,
@@ -117,8 +119,10 @@ def layout_options(args, framework: str | None = None) -> dict:
 
 
 def spec_options(spec: str, args) -> dict:
+    """The adapter options from the command line for ``spec``'s framework."""
     return layout_options(args, split_spec(spec)[0])
 
 
 def load(spec: str, args):
+    """The layout ``FRAMEWORK:TEXT`` read with the command line's ``--shape`` and adapter options."""
     return parse_spec(spec, shape=parse_shape(getattr(args, "shape", None)), **spec_options(spec, args))

@@ -17,6 +17,7 @@ from .common import positive_int
 
 
 def register(sub) -> None:
+    """The ``diff`` subcommand's arguments."""
     p = sub.add_parser("diff", help="semantic diff of two golden files (layout regressions)",
                        description="Compare two golden files made by `layoutverify snapshot` (e.g. under two "
                                    "Triton versions, or before and after a compiler change). For each layout "
@@ -37,6 +38,8 @@ def _where(w: dict) -> str:
 
 
 def run(args) -> int:
+    """Run ``layoutverify diff``: the changed, added and removed layouts of NEW against OLD; the
+    exit code: 0 nothing changed, 1 some layout changed, was added or removed, 2 bad input."""
     old, new = load_golden(args.old), load_golden(args.new)
     changes = diff(old, new, timeout_ms=args.timeout_ms)
     n_changed = sum(c.status == "changed" for c in changes)

@@ -70,6 +70,7 @@ FRAMEWORK_EXAMPLES = {
 
 
 def register(sub) -> None:
+    """The ``list`` subcommand's arguments."""
     p = sub.add_parser("list", help="names the adapters accept: CuTe atoms, PTX/AMD fragments, Triton encodings, frameworks",
                        description="List what can be written after FRAMEWORK: without reading the source: CuTe MMA/"
                                    "copy/shared-memory atoms, PTX and AMD instruction fragments, Triton encodings "
@@ -82,6 +83,8 @@ def register(sub) -> None:
 
 # -- gatherers: each returns a list of items {"name", "kind", "framework", "specs": [...], ...} -----
 def atoms() -> list[dict]:
+    """The CuTe atoms: MMA atoms (their operands), copy atoms (``Src``, ``Dst``) and GMMA
+    shared-memory layout atoms."""
     cute = adapter("cute")
     out = []
     for name, atom in cute.mma_atoms().items():
@@ -100,6 +103,7 @@ def atoms() -> list[dict]:
 
 
 def fragments() -> list[dict]:
+    """The PTX and AMD matrix-instruction fragments."""
     out = []
     for fw in ("ptx", "amd"):
         for name in adapter(fw).list_fragments():
@@ -114,6 +118,8 @@ def spelling(kind: str) -> str:
 
 
 def encodings() -> list[dict]:
+    """The Triton encodings, each as spelled in TTGIR with its example (older dialect spellings as
+    aliases)."""
     triton = adapter("triton")
     kinds = sorted(triton.ENCODINGS)
     aliases: dict[str, list[str]] = {}
@@ -139,6 +145,7 @@ def encodings() -> list[dict]:
 
 
 def frameworks() -> list[dict]:
+    """The frameworks of the adapter registry, each with its module and example specs."""
     return [{"name": fw, "kind": "framework", "framework": fw, "module": FRAMEWORKS[fw],
              "specs": [s for s, _ in FRAMEWORK_EXAMPLES.get(fw, [])],
              "shapes": [sh for _, sh in FRAMEWORK_EXAMPLES.get(fw, [])]} for fw in FRAMEWORKS]
@@ -148,6 +155,8 @@ GATHER = {"atoms": atoms, "fragments": fragments, "encodings": encodings, "frame
 
 
 def items(what: str, filt: str | None = None) -> list[dict]:
+    """The items of category ``what``; with ``filt``, those whose name or a spec contains it
+    (case-insensitive)."""
     got = GATHER[what]()
     if filt:
         f = filt.lower()
@@ -156,6 +165,7 @@ def items(what: str, filt: str | None = None) -> list[dict]:
 
 
 def run(args) -> int:
+    """Run ``layoutverify list``: print (or emit as JSON) the items of the category asked for; exit 0."""
     got = items(args.what, args.filter)
     if args.json:
         jsonout.emit("list", {"what": args.what, "filter": args.filter, "count": len(got), "items": got})

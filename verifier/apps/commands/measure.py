@@ -20,6 +20,7 @@ DTYPES = ("f16", "bf16", "f32", "fp8")
 
 
 def register(sub) -> None:
+    """The ``measure`` subcommand's arguments."""
     p = sub.add_parser("measure", help="run a layout conversion on the GPU: ground truth and cost",
                        description=__doc__.split("\n\n")[1].replace("\n", " "))
     p.add_argument("a", metavar="A", help="source layout, FRAMEWORK:TEXT")
@@ -33,6 +34,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Run ``layoutverify measure``: the conversion ``A -> B`` on the GPU; the exit code: 0 the
+    readback matches, 1 it does not, 2 without a GPU or for bad input."""
     from layoutverify.apps.measure.gpu_run import gpu_available
     a = load(args.a, args)
     b = load(args.b, args)
@@ -57,6 +60,8 @@ def run(args) -> int:
 
 
 def render(res: dict) -> str:
+    """A measurement as text: device, readback, the interpreter's agreement, mechanisms,
+    shared-memory traffic, time, the shared-memory bound and the cost model's prediction."""
     d = res["device"]
     t = res["timing"]
     lines = [f"device: {d['name']}, {d['sms']} SMs, {d.get('clock_mhz')} MHz (Triton {d['triton']})",

@@ -28,6 +28,7 @@ METHOD_HELP = ("auto (default): the normal forms first, then f2 when both layout
 
 
 def register(sub) -> None:
+    """The ``prove`` subcommand's arguments."""
     p = sub.add_parser("prove", help="prove two layouts equal or print a counterexample",
                        description="Compare layout A with layout B and prove the verdict: equal, "
                                    "equal_up_to_register_order, not_equal, different_tensors (with a "
@@ -51,6 +52,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Run ``layoutverify prove``: the verdict on ``A`` against ``B``, with the grids around the
+    witness unless equal; the exit code: 0 equal (and equal up to register order unless
+    ``--strict``), 1 different, 3 unknown, 2 bad input."""
     if args.timeout_ms is not None and args.timeout_ms <= 0:
         raise LayoutError("--timeout-ms must be positive")
     if args.window < 1:

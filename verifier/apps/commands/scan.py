@@ -10,6 +10,7 @@ from layoutverify.apps.commands.common import TRITON_VERSIONS, json_output, outp
 
 
 def register(sub) -> None:
+    """The ``scan`` subcommand's arguments."""
     p = sub.add_parser("scan", help="scan TTGIR modules / Triton caches for layout conversions and their cost",
                        description="Read *.ttgir / *.mlir files, MLIR_ENABLE_DUMP logs, Triton cache folders "
                                    "(~/.triton/cache, $TRITON_CACHE_DIR) and TRITON_KERNEL_DUMP folders; report "
@@ -40,6 +41,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Run ``layoutverify scan``: scan the modules found under the paths, write the reports asked
+    for and print the table; the exit code: 1 when the baseline gate fails or ``--validate``
+    finds a wrong conversion, else 0 (2 bad input)."""
     from layoutverify.apps.scan import output
     from layoutverify.apps.scan.analysis import ScanOptions, scan_modules
     from layoutverify.apps.scan.sources import find_modules

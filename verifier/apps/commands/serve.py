@@ -23,6 +23,7 @@ from .common import positive_int
 
 
 def register(sub) -> None:
+    """The ``serve`` subcommand's arguments."""
     p = sub.add_parser("serve", help="run the verification service (HTTP API, web page, MCP)",
                        description="Serve the JSON API under /v1 (OpenAPI at /openapi.json, docs at /docs), the web "
                                    "page at /, the MCP endpoint at /mcp, /healthz and /metrics.")
@@ -128,6 +129,8 @@ def _run_processes(processes: int, options: dict) -> int:
 
 
 def run(args) -> int:
+    """Run ``layoutverify serve``: check the address, token and store, then serve until stopped
+    (``--processes`` supervised processes, or one); bad input exits 2 before the server starts."""
     try:
         import uvicorn
 

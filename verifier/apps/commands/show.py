@@ -19,6 +19,7 @@ MAX_GRID_ELEMENTS = 1 << 16
 
 
 def register(sub) -> None:
+    """The ``show`` subcommand's arguments."""
     p = sub.add_parser("show", help="print a layout's canonical form and its grid",
                        description="Parse a layout in any framework's text and print its hardware and logical "
                                    "dims, its F2 bases (or symbolic map), its fingerprint and the grid of "
@@ -39,6 +40,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Run ``layoutverify show``: the layout's canonical form and grid (with ``--native``, the
+    installed framework's layout beside it); the exit code: 0, or 1 when the native layout differs
+    or the framework rejects the text."""
     fw, text = split_spec(args.spec)
     shape = parse_shape(args.shape)
     opts = layout_options(args, fw)

@@ -16,6 +16,7 @@ from .common import add_triton_version_option, output_path
 
 
 def register(sub) -> None:
+    """The ``snapshot`` subcommand's arguments."""
     p = sub.add_parser("snapshot", help="record layouts' normal forms and fingerprints in a golden file",
                        description="Record the canonical normal form and fingerprint of every layout of the "
                                    "given corpora (claims' both sides and [[layout]] entries) and/or of a fixed "
@@ -34,6 +35,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Run ``layoutverify snapshot``: record the layouts of the corpora and sweeps in the golden
+    file; the exit code: 0, or 2 for bad input (or a layout that fails without ``--keep-going``)."""
     entries: list[Entry] = []
     if args.paths:
         c = corpus.load(args.paths)

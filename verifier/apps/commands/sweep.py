@@ -15,6 +15,7 @@ EXIT_CODES = ("Exit codes: 0 every point evaluated, at least one without error (
 
 
 def register(sub) -> None:
+    """The ``sweep`` subcommand's arguments."""
     p = sub.add_parser("sweep", help="prove/analyse every point of a parameter space (local cores or Ray)",
                        description="Enumerate the space of SPEC.toml (Triton encodings x shapes x num_warps x "
                                    "element types x Triton versions, or templates such as CuTe atoms x tilers), "
@@ -42,6 +43,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Run ``layoutverify sweep``: count or evaluate the spec's points into the results directory
+    and print the summary; the exit code as :data:`EXIT_CODES` says (0, 2 every point an error,
+    70 a shard kept killing its worker)."""
     from layoutverify.apps.sweeps.run import results_path, run_sweep
     from layoutverify.apps.sweeps.work import SweepFailed
     from layoutverify.apps.sweeps.spec import load_spec

@@ -26,6 +26,7 @@ DTYPES = ("f16", "bf16", "f32", "fp8", "i8", "i16", "i32")
 
 
 def register(sub) -> None:
+    """The ``validate`` subcommand's arguments (both forms)."""
     p = sub.add_parser("validate", help="check Triton's PTX on the CPU: a conversion A -> B, or whole compiled kernels",
                        description="Two forms. 'validate A B --shape S': compile the conversion A -> B with a "
                                    "Triton release (in its own cached environment), execute the PTX on the PTX "
@@ -61,6 +62,9 @@ def is_layout_spec(text: str) -> bool:
 
 
 def run(args) -> int:
+    """Run ``layoutverify validate``: a conversion ``A B`` or whole kernels ``PATH...``, by the
+    positionals. Conversion: 0 correct, 1 wrong, 2 bad input or not decidable; kernels: 0 all
+    valid, 1 some wrong, 3 none wrong but some unproven, 2 bad input."""
     inputs = args.inputs
     specs = [is_layout_spec(x) and not os.path.exists(x) for x in inputs]
     if not any(specs):

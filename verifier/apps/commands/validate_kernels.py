@@ -128,6 +128,7 @@ def _check_launch_json(d: dict) -> None:
 
 
 def exit_code(outcomes) -> int:
+    """The exit code of the outcomes: 1 some kernel wrong, else 3 some not valid, else 0."""
     verdicts = {o.verdict for o in outcomes}
     if "wrong" in verdicts:
         return EXIT_WRONG
@@ -137,6 +138,7 @@ def exit_code(outcomes) -> int:
 
 
 def summary(outcomes) -> dict:
+    """The number of kernels per verdict (``valid``, ``wrong``, ``unsupported``, ``unknown``)."""
     counts = {v: 0 for v in ("valid", "wrong", "unsupported", "unknown")}
     for o in outcomes:
         counts[o.verdict] = counts.get(o.verdict, 0) + 1
@@ -144,6 +146,9 @@ def summary(outcomes) -> dict:
 
 
 def render_text(outcomes, quiet: bool = False) -> str:
+    """The outcomes as text: per kernel its verdict line and what was compared, or the reason
+    and the first wrong element (with ``quiet`` the valid kernels are left out), then the count per
+    verdict."""
     lines = []
     for o in outcomes:
         if quiet and o.verdict == "valid":

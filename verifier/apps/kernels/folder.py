@@ -21,6 +21,8 @@ MAX_KERNELS = 4096
 
 @dataclass
 class KernelFiles:
+    """One compiled kernel's files: its TTIR and PTX paths, and optionally its metadata
+    (``NAME.json``), its launch (``NAME.launch.json``) and the folder they came from."""
     name: str
     ttir: str
     ptx: str
@@ -29,6 +31,8 @@ class KernelFiles:
     folder: str | None = None
 
     def read(self) -> tuple[str, str, dict, dict | None]:
+        """``(TTIR text, PTX text, metadata, launch)``: the metadata ``{}`` and the launch ``None``
+        when the kernel has no such file."""
         ttir = read_text(self.ttir, what="TTIR file", limit=MAX_KERNEL_FILE)
         ptx = read_text(self.ptx, what="PTX file", limit=MAX_KERNEL_FILE)
         meta = _json(self.meta, "metadata file") if self.meta else {}

@@ -30,10 +30,14 @@ def who_code(pc: int, thread, byte) -> np.ndarray:
 
 
 def who_decode(code: int) -> tuple[int, int, int]:
+    """The inverse of :func:`who_code`: ``(instruction index, thread, byte position)``."""
     return int(code) >> 16, (int(code) >> 6) & 1023, int(code) & 63
 
 
 class SymbolicMachine(Machine):
+    """The PTX machine of one CTA of the validated kernel, at program id ``pid`` of ``grid``:
+    computations on data build terms in ``terms``, and global memory is the validation's ``memory``."""
+
     def __init__(self, program: Program, *, threads: int, memory: Memory, terms: T.Terms, pid, grid):
         super().__init__(program, threads=threads)
         self.glob = memory
@@ -86,6 +90,8 @@ class SymbolicMachine(Machine):
 
     # -- the data algebra ----------------------------------------------------------------------------
     def data_apply(self, ins, op, ty, operands, types, mask) -> np.ndarray:
+        """The bytes of ``op`` of type ``ty`` on ``operands`` in the threads of ``mask``: the term
+        ``op(operand terms)`` of each thread, or the concrete bytes when the term folds to a constant."""
         width = T.TYPE_BYTES.get(ty) or int(ty[1:]) // 8
         ids = [self.term_ids(b, t, mask, ins) for b, t in zip(operands, types)]
         out = np.full((self.threads, width), UNDEF, dtype=np.int64)
@@ -101,6 +107,7 @@ class SymbolicMachine(Machine):
         return out
 
     def negate(self, ids: np.ndarray, ty: str) -> np.ndarray:
+        """The terms ``-x`` of ``ty`` values ``ids`` (a negated wgmma operand)."""
         return self.terms.apply_many("neg", ty, ids)
 
     def dot(self, acc_ty: str, c_ids: np.ndarray, a_ids: np.ndarray, b_ids: np.ndarray, use_c=True) -> np.ndarray:
@@ -109,6 +116,8 @@ class SymbolicMachine(Machine):
 
     # -- stores --------------------------------------------------------------------------------------
     def store_bulk(self, ins, addr, data, thread: int) -> None:
+        """A bulk (TMA) store issued by ``thread``: ``data`` (n, w) at global ``addr`` (n,), each byte
+        remembered with its writer code (:func:`who_code`)."""
         nb = data.shape[1]
         who = who_code(self.pc, np.full((len(addr), 1), thread), np.arange(nb)[None, :] + 0 * np.arange(len(addr))[:, None])
         self.glob.store(addr, data, who)

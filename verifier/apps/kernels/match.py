@@ -32,6 +32,7 @@ class Matcher:
         self.t = terms
 
     def same(self, e: int, a: int) -> bool:
+        """Whether the expected term ``e`` and the actual term ``a`` are equal (their ids are)."""
         return e == a
 
 
@@ -59,6 +60,7 @@ class Evaluator:
         self.memo: dict[int, float] = {}
 
     def value(self, x: int) -> float:
+        """The value of term ``x`` under this witness (as a float), its dependencies evaluated first."""
         got = self.memo.get(x)
         if got is not None:
             return got
@@ -190,6 +192,8 @@ def _differ(x: float, y: float) -> bool:
 
 # -- rendering -------------------------------------------------------------------------------------------
 def leaf_name(terms: T.Terms, x: int) -> str:
+    """The source name of leaf ``x``: ``buffer[i]``, or ``buffer[i, j]`` when the buffer has a logical
+    shape."""
     r, i = terms.leaf_of(x)
     reg = terms.regions[r]
     if reg.shape and len(reg.shape) > 1 and i < int(np.prod(reg.shape)):
@@ -198,6 +202,7 @@ def leaf_name(terms: T.Terms, x: int) -> str:
 
 
 def render(terms: T.Terms, x: int, budget: int = 240) -> str:
+    """Term ``x`` as an expression, cut to ``budget`` characters (ending ``...`` when cut)."""
     out: list[str] = []
     _render(terms, x, out, [budget])
     s = "".join(out)

@@ -33,6 +33,8 @@ class MemoryError_(ValueError):
 
 @dataclass
 class RegionState:
+    """One region of global memory: its ``kind`` (``symbolic``, ``concrete``, ``scratch``), element
+    size, addressable bytes, and per byte its code, whether it was written and by whom."""
     name: str
     kind: str                         # "symbolic", "concrete", "scratch"
     elem_bytes: int = 1
@@ -44,12 +46,15 @@ class RegionState:
 
 
 class Memory:
+    """The global memory of one validation run: regions at base addresses ``(r + 1) << 40``."""
+
     def __init__(self, terms: Terms):
         self.terms = terms
         self.regions: list[RegionState] = []
 
     # -- regions -------------------------------------------------------------------------------------
     def base(self, r: int) -> int:
+        """The base address of region ``r``: ``(r + 1) << 40``."""
         return (r + 1) << REGION_SHIFT
 
     def add_symbolic(self, name: str, dtype: str, shape=None, term_region: int | None = None) -> int:
@@ -61,6 +66,7 @@ class Memory:
         return self.base(len(self.regions) - 1)
 
     def add_concrete(self, name: str, data: bytes) -> int:
+        """A buffer holding the bytes ``data`` (its size is its limit); returns its base address."""
         st = RegionState(name, "concrete", limit=len(data))
         st.data = np.frombuffer(bytes(data), dtype=np.uint8).astype(np.int64)
         st.written = np.zeros(len(data), dtype=bool)
@@ -69,11 +75,13 @@ class Memory:
         return self.base(len(self.regions) - 1)
 
     def add_scratch(self, name: str, size: int) -> int:
+        """A buffer of ``size`` undefined bytes (global scratch); returns its base address."""
         st = RegionState(name, "scratch", limit=max(int(size), 0))
         self.regions.append(st)
         return self.base(len(self.regions) - 1)
 
     def region_of(self, addr: int) -> tuple[int, int]:
+        """``(region, offset)`` of address ``addr``."""
         return (int(addr) >> REGION_SHIFT) - 1, int(addr) & ((1 << REGION_SHIFT) - 1)
 
     def _split(self, addr: np.ndarray, nbytes: int):

@@ -46,6 +46,7 @@ class Val:
 
     @property
     def shape(self):
+        """The shape of the value's type (``()`` for a scalar)."""
         return self.ty.shape
 
 
@@ -87,6 +88,9 @@ def float_bits(text: str, ty: str) -> int:
 
 
 class Reference:
+    """The TTIR function ``fn`` run for program id ``pid`` of ``grid`` on arguments ``args``: data as
+    terms of ``terms``, global memory ``memory``."""
+
     def __init__(self, fn: Function, terms: T.Terms, memory: Memory, args: list[Val], pid, grid):
         self.fn = fn
         self.terms = terms
@@ -99,6 +103,7 @@ class Reference:
 
     # -- running ---------------------------------------------------------------------------------
     def run(self) -> None:
+        """Execute the function body; afterwards the memory holds what the kernel stored."""
         self._block(self.fn.body)
 
     def _block(self, ops: list[Op]):
@@ -126,6 +131,7 @@ class Reference:
         return None
 
     def get(self, name: str) -> Val:
+        """The value of SSA name ``name``; a name used before it is defined raises :class:`Unsupported`."""
         v = self.env.get(name)
         if v is None:
             raise Unsupported(f"unsupported: the value {name} is not defined where it is used")
@@ -133,12 +139,15 @@ class Reference:
 
     # -- helpers ---------------------------------------------------------------------------------
     def ints(self, name: str) -> np.ndarray:
+        """The concrete integers (or addresses) of ``name``; a value computed from data raises
+        :class:`Unsupported`."""
         v = self.get(name)
         if v.kind not in ("int", "ptr"):
             raise Unsupported(f"unsupported: an integer computed from data ({name}) steers control or addresses")
         return np.asarray(v.v)
 
     def scalar(self, name: str) -> int:
+        """The integer value of scalar ``name`` (the first element of its array)."""
         a = self.ints(name)
         return int(a.reshape(-1)[0])
 

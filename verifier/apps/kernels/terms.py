@@ -129,12 +129,15 @@ class Terms:
 
     @staticmethod
     def is_leaf(t: int) -> bool:
+        """Whether ``t`` is a leaf id (below :data:`COMPUTED`)."""
         return 0 <= t < COMPUTED
 
     def leaf_of(self, t: int) -> tuple[int, int]:
+        """``(region, element index)`` of leaf ``t``."""
         return (t >> LEAF_BITS) - 1, t & ((1 << LEAF_BITS) - 1)
 
     def const(self, ty: str, bits: int) -> int:
+        """The constant term of type ``ty`` with raw bits ``bits``."""
         return self._make("const", ty, (int(bits),))
 
     def const_value(self, t: int):
@@ -144,14 +147,17 @@ class Terms:
         return None
 
     def type_of(self, t: int) -> str:
+        """The element type of term ``t`` (a leaf's is its region's)."""
         if t < COMPUTED:
             return self.regions[(t >> LEAF_BITS) - 1].dtype
         return self.types[t - COMPUTED]
 
     def op_of(self, t: int) -> str:
+        """The operation of term ``t``: ``leaf`` for a leaf."""
         return "leaf" if t < COMPUTED else self.ops[t - COMPUTED]
 
     def args_of(self, t: int) -> tuple:
+        """The arguments of term ``t`` (``()`` for a leaf)."""
         return () if t < COMPUTED else self.args[t - COMPUTED]
 
     def _make(self, op: str, ty: str, args: tuple) -> int:
@@ -346,6 +352,7 @@ class Terms:
 
     @staticmethod
     def unpack_pairs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Product codes ``(a << PAIR_SHIFT) | b`` -> the factor arrays ``(a, b)``."""
         return codes >> PAIR_SHIFT, codes & ((1 << PAIR_SHIFT) - 1)
 
     # -- reading terms -------------------------------------------------------------------------------

@@ -36,10 +36,12 @@ class TType:
 
     @property
     def is_ptr(self) -> bool:
+        """Whether the element is a pointer (``ptr<...>``)."""
         return self.elem.startswith("ptr<")
 
     @property
     def pointee(self) -> str:
+        """The pointed-to element type of a pointer (``f16`` of ``ptr<f16>``)."""
         return self.elem[4:-1]
 
     def __str__(self):
@@ -48,6 +50,8 @@ class TType:
 
 @dataclass
 class Op:
+    """One TTIR op: result names, op name, operand names, the attributes read, result types,
+    its regions (lists of blocks), its TTIR line and ``loc`` reference."""
     name: str
     results: list[str]
     operands: list[str]
@@ -61,6 +65,7 @@ class Op:
 
 @dataclass
 class Block:
+    """A block of a region: its arguments (``^bb0(%a: f32, ...)``), their types and its ops."""
     args: list[str]
     arg_types: list[TType]
     ops: list[Op]
@@ -68,6 +73,8 @@ class Block:
 
 @dataclass
 class Function:
+    """A TTIR function (``tt.func``): its arguments (SSA names, types, attributes, source names),
+    its body and the file's ``#loc`` table."""
     name: str
     args: list[str]                    # %names, in order
     arg_types: list[TType]
@@ -95,6 +102,7 @@ _ELEM = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "i1": "i1", "
 
 
 def parse_type(text: str) -> TType:
+    """A TTIR type in text (``tensor<64x32xf16>``, ``!tt.ptr<f16>``, ``i32`` ...) -> :class:`TType`."""
     t = text.strip()
     if t.startswith("tensor<") and t.endswith(">"):
         inner = t[7:-1]

@@ -67,6 +67,8 @@ class Launch:
 
     @classmethod
     def from_json(cls, d: dict) -> "Launch":
+        """A launch from its JSON document (``NAME.launch.json``); grid and program ids are padded to
+        three axes."""
         grid = tuple(int(x) for x in (list(d.get("grid", [1])) + [1, 1])[:3])
         pids = [tuple(int(x) for x in (list(p) + [0, 0])[:3]) for p in d.get("pids", [[0]])]
         return cls(args=dict(d.get("args", {})), grid=grid, pids=pids, views=dict(d.get("views", {})),
@@ -76,6 +78,8 @@ class Launch:
 
 @dataclass
 class KernelOutcome:
+    """The verdict on one kernel (``valid``, ``wrong``, ``unsupported``, ``unknown``), with the reason,
+    the first wrong element, and the counts of what was compared and executed."""
     name: str
     verdict: str                       # valid | wrong | unsupported | unknown
     reason: str = ""
@@ -90,6 +94,7 @@ class KernelOutcome:
     path: str | None = None
 
     def to_json(self) -> dict:
+        """The outcome as a JSON object (seconds rounded to the millisecond)."""
         return {"name": self.name, "verdict": self.verdict, "reason": self.reason, "first_wrong": self.first_wrong,
                 "pids": [list(p) for p in self.pids], "elements": self.elements, "unspecified": self.unspecified,
                 "instructions": self.instructions,

@@ -37,6 +37,9 @@ def compile_suite(pairs: list[Pair], *, arch: int = 90, python: str | None = Non
 
 @dataclass
 class PairCheck:
+    """The CPU check of one suite pair: the cheapest mechanism, the one Triton's rules predict
+    (with its PTX class and rule), the PTX class read off the compiled kernel, and the
+    interpreter's run."""
     pair: Pair
     cheapest: str = ""
     emitted: str = ""
@@ -49,9 +52,11 @@ class PairCheck:
 
     @property
     def prediction_ok(self) -> bool:
+        """Whether the predicted PTX class is the one the compiled PTX shows."""
         return self.emitted_class == self.ptx_class
 
     def to_json(self) -> dict:
+        """The check as a JSON object."""
         return {"pair": self.pair.to_json(), "cheapest": self.cheapest, "emitted": self.emitted,
                 "emitted_class": self.emitted_class, "rule": self.rule, "ptx_class": self.ptx_class,
                 "prediction_ok": self.prediction_ok, "sim_ok": self.sim_ok, "sim": self.sim, "error": self.error}

@@ -36,6 +36,9 @@ class _Batch:
 
 
 class AsyncCopies:
+    """The ``cp.async`` state of one machine: the issued batches of copies, and per thread the
+    number its next committed group gets."""
+
     def __init__(self, threads: int):
         self.batches: list[_Batch] = []
         self.next_group = np.zeros(threads, dtype=np.int64)
@@ -152,6 +155,7 @@ def _land(m, b: _Batch, rows: np.ndarray) -> None:
 
 
 def pending_copies(m) -> int:
+    """The ``cp.async`` copies (one per thread) of machine ``m`` that have not landed."""
     st = getattr(m, "_async", None)
     return 0 if st is None else sum(int(b.mask.sum()) for b in st.batches)
 

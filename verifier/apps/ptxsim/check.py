@@ -24,6 +24,8 @@ from .state import TAG0, describe_byte
 
 @dataclass
 class ConversionRun:
+    """The outcome of one conversion kernel's run: whether every location of ``B`` holds its
+    element, the mismatches (the first ten kept in JSON), the output check, traffic and errors."""
     ok: bool
     mismatches: list = field(default_factory=list)       # [{location, expected, got}]
     n_mismatches: int = 0
@@ -35,6 +37,7 @@ class ConversionRun:
     error: str | None = None
 
     def to_json(self) -> dict:
+        """The run as a JSON object (at most ten mismatches and ten output errors)."""
         return {"ok": self.ok, "n_mismatches": self.n_mismatches, "mismatches": self.mismatches[:10],
                 "locations": self.locations, "output_ok": self.output_ok, "output_errors": self.output_errors[:10],
                 "traffic": self.traffic.to_json() if self.traffic else None, "instructions": self.instructions,

@@ -29,6 +29,8 @@ from .state import PARAM_BASE, Hazard, SimError, UNDEF, Global, Registers, Share
 
 @dataclass
 class Traffic:
+    """What one run of the conversion moved: shared-memory bytes, instructions and bank-conflict
+    wavefronts per direction, shuffles, barriers, data moves and instructions executed."""
     shared_store_bytes: int = 0
     shared_load_bytes: int = 0
     shared_store_instructions: int = 0      # warp-level
@@ -41,6 +43,7 @@ class Traffic:
     instructions: int = 0                    # instructions executed (per CTA, not per warp)
 
     def to_json(self) -> dict:
+        """The counts as a JSON object."""
         return asdict(self)
 
 
@@ -53,6 +56,9 @@ _FIMM = re.compile(r"^0[fFdD][0-9a-fA-F]+$")
 
 
 class Machine:
+    """The interpreter of one CTA of ``threads`` threads over ``program``: registers, shared and
+    global memory, the barrier epoch and the traffic counts."""
+
     def __init__(self, program: Program, *, threads: int | None = None, element_bytes: int = 2,
                  input_elements: int = 0):
         self.program = program
@@ -170,6 +176,8 @@ class Machine:
         return zero  # cluster_ctarank, cluster_ctaid: clusters of one CTA
 
     def write(self, name, value: np.ndarray, mask) -> None:
+        """Write the bytes ``value`` (threads, n) to register ``name`` in the threads of ``mask``; ``_``
+        discards. Special registers cannot be written, nor a register an in-flight wgmma writes."""
         if name == "_":
             return
         if isinstance(name, tuple):
@@ -183,6 +191,8 @@ class Machine:
         self.regs.set(name, value, mask)
 
     def pred(self, op: str, ins, mask) -> np.ndarray:
+        """The per-thread value of predicate operand ``op`` (``!`` negates); a predicate computed from
+        data or undefined stops the run."""
         neg = op.startswith("!")
         b = self.read(op.lstrip("!"), 1)
         if not concrete(b)[mask].all():
@@ -199,17 +209,22 @@ class Machine:
         raise SimError(f"PTX line {ins.line}: {ins.opcode}: arithmetic on data bytes ({ins.text.strip()})")
 
     def term_ids(self, b, ty, mask, ins):
+        """Term ids of data bytes: there are none without a data algebra, so this stops the run."""
         raise SimError(f"PTX line {ins.line}: {ins.opcode}: arithmetic on data bytes ({ins.text.strip()})")
 
     def dot(self, acc_ty, c_ids, a_ids, b_ids, use_c=True):
+        """A matrix product of data: not modelled without a data algebra, so this stops the run."""
         raise SimError("matrix products of data are not modelled without a data algebra")
 
     def observe(self, value: np.ndarray, mask) -> None:
+        """Record ``value``, an observed register (``// lv-observe``); every thread must be active."""
         if not mask.all():
             raise SimError("an observed register under a predicate")
         self.observed.append(value.copy())
 
     def address(self, op, mask) -> np.ndarray:
+        """The concrete ``uint64`` address per thread of an address operand ``[base+offset]``; an
+        address computed from data or undefined stops the run."""
         if not (isinstance(op, tuple) and op and op[0] == "addr"):
             raise SimError(f"expected an address operand, got {op!r}")
         _, base, off = op
@@ -635,6 +650,7 @@ class Machine:
             self.in_async_op = False
 
     def negate(self, ids, ty):
+        """Negated matrix operands: not modelled without a data algebra, so this stops the run."""
         raise SimError("negated matrix operands are not modelled without a data algebra")
 
 

@@ -34,6 +34,8 @@ _GUARD = re.compile(r"^@(!?)(%?[\w$@]+)\s+")
 
 @dataclass
 class Instruction:
+    """One PTX instruction: opcode, operands, guard predicate (``@p`` or ``@!p``), the observe
+    marker, PTX line, text and the last ``.loc`` before it."""
     opcode: str                  # e.g. "ld.shared.v4.b32"
     operands: list               # text, tuples (vectors) or ("addr", base, offset)
     guard: str | None = None     # predicate register, or None
@@ -45,11 +47,14 @@ class Instruction:
 
     @cached_property
     def parts(self) -> list[str]:
+        """The opcode split at its dots: ``ld.shared.v4.b32`` -> ``[ld, shared, v4, b32]``."""
         return self.opcode.split(".")
 
 
 @dataclass
 class Program:
+    """A parsed PTX kernel: its instructions, labels, declared registers, parameters, thread
+    count, target and ``.file`` table."""
     name: str
     instructions: list[Instruction]
     labels: dict[str, int]                       # label -> index of the next instruction

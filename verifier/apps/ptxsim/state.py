@@ -42,10 +42,12 @@ _WIDTH = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf
 
 
 def type_width(ty: str) -> int:
+    """Bytes of PTX type ``ty`` (``b32`` -> 4, ``pred`` -> 1, ``f16x2`` -> 4)."""
     return _WIDTH[ty]
 
 
 def is_type(ty: str) -> bool:
+    """Whether ``ty`` is a PTX type this machine knows."""
     return ty in _WIDTH
 
 
@@ -69,6 +71,7 @@ def to_uint(b: np.ndarray) -> np.ndarray:
 
 
 def from_uint(v: np.ndarray, n: int) -> np.ndarray:
+    """``uint64`` values -> ``(len, n)`` concrete byte rows, little-endian."""
     v = np.asarray(v).astype(np.uint64)
     out = np.empty((v.shape[0], n), dtype=np.int64)
     for k in range(n):
@@ -77,6 +80,7 @@ def from_uint(v: np.ndarray, n: int) -> np.ndarray:
 
 
 def describe_byte(x: int) -> str:
+    """A byte code in words: ``undefined``, ``0x2a``, or ``element e byte k``."""
     if x == UNDEF:
         return "undefined"
     if 0 <= x < 256:
@@ -95,6 +99,8 @@ class Registers:
         self.values: dict[str, np.ndarray] = {}
 
     def width(self, name: str, fallback: int | None = None) -> int:
+        """Bytes of register ``name``, by its declaration or its prefix's (``%r<58>``); ``fallback`` for
+        an undeclared one (``KeyError`` without it)."""
         ty = self.declared.get(name)
         if ty is None:
             base = name.rstrip("0123456789")
@@ -106,6 +112,7 @@ class Registers:
         return _WIDTH[ty]
 
     def get(self, name: str, width: int | None = None) -> np.ndarray:
+        """The ``(threads, bytes)`` value of register ``name``; undefined bytes before its first write."""
         v = self.values.get(name)
         if v is None:
             n = self.width(name, width)
@@ -114,6 +121,8 @@ class Registers:
         return v
 
     def set(self, name: str, value: np.ndarray, mask: np.ndarray | None) -> None:
+        """Write ``value`` to register ``name`` in the threads of ``mask`` (all when ``None``),
+        zero-extended or truncated to the register's width."""
         n = self.width(name, value.shape[1])
         if value.shape[1] != n:  # writing a narrower/wider value: zero-extend or truncate bytewise
             if value.shape[1] < n:
@@ -157,6 +166,8 @@ class Global:
         self.conflicts: list[tuple[int, int, int, int]] = []      # (param, offset, old, new)
 
     def load(self, addr: np.ndarray, n: int) -> np.ndarray:
+        """``(len(addr), n)`` bytes at addresses ``addr``: data bytes of the input buffer (only
+        parameter 0 is readable)."""
         out = np.full((addr.shape[0], n), UNDEF, dtype=np.int64)
         param = (addr // np.uint64(PARAM_BASE)).astype(np.int64) - 1
         off = (addr % np.uint64(PARAM_BASE)).astype(np.int64)
@@ -170,6 +181,8 @@ class Global:
         return out
 
     def store(self, addr: np.ndarray, value: np.ndarray, threads: np.ndarray) -> None:
+        """Record the bytes ``value`` stored at ``addr`` by ``threads``; a byte overwritten with another
+        value is recorded as a conflict."""
         param = (addr // np.uint64(PARAM_BASE)).astype(np.int64) - 1
         off = (addr % np.uint64(PARAM_BASE)).astype(np.int64)
         for i in range(addr.shape[0]):

@@ -41,6 +41,9 @@ FLOAT_ELEMTYPES = {6, 7, 8, 9, 10, 11, 12}
 
 @dataclass
 class TensorMap:
+    """A TMA tensor map (``CUtensorMap``) as ``tensormap.replace`` sets its fields: global address,
+    rank, box and global dimensions, global and element strides (by ordinal), element type,
+    interleave, swizzle and fill modes."""
     global_address: int = 0
     rank: int = 0                      # the field: rank - 1
     box_dim: dict = field(default_factory=dict)
@@ -54,6 +57,7 @@ class TensorMap:
     fill_mode: int = 0
 
     def copy(self) -> "TensorMap":
+        """An independent copy (the dimension and stride tables copied too)."""
         return TensorMap(self.global_address, self.rank, dict(self.box_dim), dict(self.global_dim),
                          dict(self.global_stride), dict(self.element_stride), self.elemtype,
                          self.interleave_layout, self.swizzle_mode, self.swizzle_atomicity, self.fill_mode)
@@ -61,6 +65,9 @@ class TensorMap:
 
 @dataclass
 class Mbarrier:
+    """An ``mbarrier`` in shared memory: the expected arrival count, arrivals still pending in
+    the current phase, the transaction bytes outstanding, the phase number, and the bulk loads that
+    complete on it and have not landed."""
     count: int
     pending: int
     tx: int = 0
@@ -78,6 +85,9 @@ class _BulkLoad:
 
 
 class TmaState:
+    """The TMA state of one machine: tensor maps by ``(space, address)``, mbarriers by shared
+    address, and the bulk stores not yet committed and the committed bulk groups."""
+
     def __init__(self):
         self.maps: dict[tuple[str, int], TensorMap] = {}
         self.barriers: dict[int, Mbarrier] = {}
@@ -86,6 +96,7 @@ class TmaState:
 
 
 def state(m) -> TmaState:
+    """The :class:`TmaState` of machine ``m`` (made on first use)."""
     st = getattr(m, "_tma", None)
     if st is None:
         st = m._tma = TmaState()

@@ -84,6 +84,9 @@ def operand_addresses(desc: dict, mn: np.ndarray, k: np.ndarray, elem_bytes: int
 
 # -- async state --------------------------------------------------------------------------------------
 class WgmmaState:
+    """The wgmma operations of one machine: those issued since the last ``wgmma.commit_group``,
+    and the committed groups, oldest first."""
+
     def __init__(self):
         self.uncommitted: list[dict] = []          # operations issued since the last commit
         self.groups: list[list[dict]] = []         # committed, oldest first

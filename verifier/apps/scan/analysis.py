@@ -47,6 +47,8 @@ COSTED_ROLES = ("convert", "store", "load", "global_load", "global_store")
 
 @dataclass
 class ScanOptions:
+    """How a scan reads and analyses a module: the Triton release's semantics, the solver's time
+    limit, the largest layout analysed, and whether to read facts from the compiled code."""
     triton_version: str | None = None   # default: the module's (cache metadata), else installed
     timeout_ms: int = 10_000
     max_elements: int = MAX_ANALYZED_ELEMENTS

@@ -92,6 +92,7 @@ class CompiledCode:
     unlocated: list = field(default_factory=list)     # instructions after .loc N 0 0 or before any .loc
 
     def at(self, file: str, line: int, col: int) -> list[Instruction]:
+        """The instructions at source location ``(file, line, col)`` (the file matched by its base name)."""
         return self.by_location.get((_base(file), int(line), int(col)), [])
 
 

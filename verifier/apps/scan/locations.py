@@ -23,6 +23,8 @@ MAX_DEPTH = 64
 
 @dataclass
 class Location:
+    """A source location ``file:line:col``, with the name of a named location and the call
+    sites it was inlined from (innermost caller first)."""
     file: str
     line: int
     col: int
@@ -30,10 +32,12 @@ class Location:
     called_from: list = field(default_factory=list)  # [(file, line, col), ...] innermost caller first
 
     def short(self) -> str:
+        """``base-name:line:col``."""
         base = self.file.replace("\\", "/").rsplit("/", 1)[-1]
         return f"{base}:{self.line}:{self.col}"
 
     def to_json(self) -> dict:
+        """The location as a JSON object (``text`` its short form, call sites as short forms)."""
         out = {"file": self.file, "line": self.line, "col": self.col, "text": self.short()}
         if self.name:
             out["name"] = self.name
@@ -73,6 +77,8 @@ class LocationTable:
         self._memo: dict[str, Location | None] = {}
 
     def resolve(self, text: str | None, depth: int = 0) -> Location | None:
+        """The source location of ``loc(...)`` text or a ``#locN`` alias (through call-site, named
+        and fused locations), or ``None`` (unknown, or a cycle)."""
         if text is None or depth > MAX_DEPTH:
             return None
         t = text.strip()

@@ -36,6 +36,8 @@ _TYPE_START = re.compile(r"(tensor<|!ttg\.memdesc<|!tt\.memdesc<|!triton_gpu\.me
 
 @dataclass
 class Op:
+    """One op line of the module: op name, enclosing function, 1-based line, text, operand and
+    result types (layouts still as text) and its ``loc(...)``."""
     name: str
     function: str | None
     line: int
@@ -46,11 +48,14 @@ class Op:
 
     @property
     def types(self) -> list[str]:
+        """The operand types, then the result types."""
         return self.operand_types + self.result_types
 
 
 @dataclass
 class Module:
+    """A TTGIR module as read: aliases, locations, the module attributes (warps, threads per
+    warp, CTAs, target), its functions and ops, and the Triton cache's metadata and compiled code."""
     path: str
     aliases: dict[str, str]
     locations: LocationTable
@@ -67,6 +72,8 @@ class Module:
 
     @property
     def kernel(self) -> str:
+        """The kernel's name: the metadata's, else the first public function, else the first function
+        (``?`` when there is none)."""
         if self.metadata.get("name"):
             return self.metadata["name"]
         names = self.public or self.functions

@@ -109,6 +109,8 @@ def classes_of(op_name: str, role: str) -> tuple:
 
 @dataclass
 class Transfer:
+    """One layout transfer of an op: its role, source and target types (text), and for a matrix
+    instruction's operand its name (``A``, ``B``, ``C``)."""
     role: str
     source: str | None   # type text
     target: str | None

@@ -24,6 +24,8 @@ MEASURED_ARCHS = ("sm_90",)
 
 @dataclass(frozen=True)
 class Target:
+    """The compile target of a module: its text (``cuda:90``), vendor, architecture, lanes per
+    warp (wavefront) and bank model."""
     text: str | None          # as the module or metadata spells it, e.g. "cuda:90"
     vendor: str | None        # "nvidia", "amd" or None (unknown)
     arch: str | None          # "sm_90", "gfx942", ...
@@ -32,10 +34,12 @@ class Target:
 
     @property
     def measured(self) -> bool:
+        """Whether the cost model's constants were fitted on this architecture (``sm_90``)."""
         return self.arch in MEASURED_ARCHS
 
     @property
     def banks(self) -> int:
+        """The number of 4-byte shared-memory banks (32 without a bank model)."""
         from layoutverify.core.banks import bank_model
         return bank_model(self.bank_arch) if self.bank_arch else 32
 

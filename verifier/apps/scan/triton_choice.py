@@ -22,10 +22,12 @@ from layoutverify.core.layout import Layout
 
 @dataclass
 class TritonChoice:
+    """Triton's mechanism for one conversion (``None``: not predicted) and the rule that decided."""
     mechanism: str | None  # our words, see the module docstring
     rule: str               # the rule that decided
 
     def to_json(self) -> dict:
+        """The choice as a JSON object."""
         return {"mechanism": self.mechanism, "rule": self.rule}
 
 

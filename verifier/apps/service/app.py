@@ -47,6 +47,8 @@ log = logging.getLogger("layoutverify.service")
 
 @dataclass
 class Config:
+    """The service's settings: the store, the worker pool and its limits, the bearer token and
+    read policy, the host, request and check-job limits, the answer budget and the allowed origins."""
     db: str | None = None            # SQLite path, or postgresql://... (None: the user's cache dir)
     workers: int = 2                 # worker processes
     queue: int = 64                  # requests that may wait for a worker
@@ -76,6 +78,7 @@ class Service:
     csrf: security.Csrf | None = None
 
     async def start(self) -> None:
+        """Open the store, start the worker pool (waiting until every worker answers) and the check jobs."""
         tool_version()  # fixed now, for the server and every worker it starts
         self.cache = AnswerCache(self.config.cache_mb << 20)
         self.store = Store(self.config.db)
@@ -95,6 +98,7 @@ class Service:
             self.metrics.event("solver_timeouts")
 
     async def stop(self) -> None:
+        """Stop the check jobs and the worker pool, and close the store."""
         if self.checks is not None:
             await self.checks.stop()
         if self.pool is not None:
@@ -177,6 +181,9 @@ class Service:
                 "cached": False}
 
     async def prove(self, req: rq.ProveRequest, client: str = "") -> dict:
+        """Answer a prove request (``POST /v1/prove``, the web form): the ``proof`` document
+        (``layoutverify prove --json``'s object) with the permalink ``id``, ``result_id`` and
+        ``cached``; ``@FILE`` texts are refused."""
         rq.refuse_file_reference(req.a, "a")
         rq.refuse_file_reference(req.b, "b")
         args = {"a": req.a, "b": req.b, "shape": req.shape, "shape_b": req.shape_b, "method": req.method,
@@ -185,6 +192,9 @@ class Service:
         return prove_json(got, req.a, req.b, req.strict)
 
     async def analyze(self, req: rq.AnalyzeRequest, client: str = "") -> dict:
+        """Answer an analyze request (``POST /v1/analyze``, the web page): the ``conversion``
+        document of ``a`` -> ``b`` (the ``properties`` document of ``a`` without ``b``), with the
+        permalink ``id``, ``result_id``, fingerprints and ``cached``."""
         for name in ("a", "b", "shared"):
             rq.refuse_file_reference(getattr(req, name), name)
         args = {"a": req.a, "b": req.b, "shape": req.shape, "shared": req.shared, "element_bits": req.element_bits,
@@ -198,6 +208,8 @@ class Service:
                                        "cached": got["cached"]})
 
     async def show(self, req: rq.ShowRequest, client: str = "") -> dict:
+        """Answer ``POST /v1/show``: the ``layout`` document of ``spec``, with the permalink ``id``,
+        ``result_id`` and ``cached``."""
         rq.refuse_file_reference(req.spec, "spec")
         args = {"spec": req.spec, "shape": req.shape, "triton_version": req.triton_version,
                 "warp_size": req.warp_size}
@@ -207,6 +219,8 @@ class Service:
 
     # -- corpus checks as jobs ------------------------------------------------------------------
     async def check(self, req: rq.CheckRequest) -> tuple[int, dict]:
+        """Answer ``POST /v1/check``: submit the corpus as a check job and wait up to ``check_wait_s``;
+        ``(200, job)`` when it finished by then, else ``(202, job)`` (the job still running)."""
         jid, total = await self.checks.submit(req.corpus, req.name)
         await self.checks.wait(jid, self.config.check_wait_s)
         job = await self.db(self.store.job_get, jid)
@@ -261,6 +275,8 @@ class JsonDocument(JSONResponse):
     cached answer. A value ``json`` cannot write as it is takes that walk after all."""
 
     def render(self, content) -> bytes:
+        """The bytes of ``content`` as JSON, through ``jsonable_encoder`` only when ``json`` cannot write
+        it as it is."""
         try:
             return super().render(content)
         except TypeError:
@@ -279,6 +295,7 @@ def _wants_text(request: Request) -> bool:
 
 
 def error_response(e: rq.RequestError) -> JSONResponse:
+    """The JSON answer of a refused request: its error body, HTTP status and headers."""
     return JSONResponse(e.body(), status_code=e.status, headers=e.headers)
 
 

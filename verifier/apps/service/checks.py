@@ -72,9 +72,11 @@ class CheckJobs:
 
     # -- life cycle -----------------------------------------------------------------------------
     def start(self) -> None:
+        """Start the keeper: heartbeats of this process's jobs, and stale jobs taken over."""
         self._loop_task = asyncio.create_task(self._keeper())
 
     async def stop(self) -> None:
+        """Cancel the keeper and this process's running jobs, and wait until they ended."""
         for t in [self._loop_task, *self.mine.values()]:
             if t is not None:
                 t.cancel()
@@ -131,6 +133,7 @@ class CheckJobs:
         return jid
 
     async def wait(self, jid: str, seconds: float) -> None:
+        """Wait up to ``seconds`` for job ``jid`` to finish (a job this process does not run: no wait)."""
         task = self.mine.get(jid)
         if task is not None:
             try:

@@ -22,10 +22,12 @@ METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH",
 
 
 def method_label(method: str) -> str:
+    """The ``method`` label of an HTTP method: itself when standard, else ``other``."""
     return method if method in METHODS else "other"
 
 
 def route_label(path: str) -> str:
+    """The ``path`` label of a request path: the route (template) it matches, else ``other``."""
     if path in _PLAIN:
         return path
     for prefix, label in _TEMPLATES:
@@ -43,6 +45,9 @@ def _labels(d: dict) -> str:
 
 
 class Metrics:
+    """The service's Prometheus counters: requests by route, method and status, latency
+    histograms by route, store look-ups by kind and outcome, and events (timeouts, crashes ...)."""
+
     def __init__(self):
         self.requests: dict[tuple, int] = defaultdict(int)        # (path, method, status) -> count
         self.latency: dict[str, list[int]] = {}                   # path -> bucket counts
@@ -52,6 +57,7 @@ class Metrics:
         self.events: dict[str, int] = defaultdict(int)            # solver_timeout, worker_crash, ...
 
     def observe(self, path: str, method: str, status: int, seconds: float) -> None:
+        """Count one answered request and its latency (``seconds``) under its route's labels."""
         label = route_label(path)
         self.requests[(label, method_label(method), status)] += 1
         counts = self.latency.setdefault(label, [0] * len(BUCKETS))
@@ -63,12 +69,15 @@ class Metrics:
         self.latency_count[label] += 1
 
     def cache_result(self, kind: str, hit: bool) -> None:
+        """Count one store look-up of ``kind``: a hit or a miss."""
         self.cache[(kind, "hit" if hit else "miss")] += 1
 
     def event(self, name: str) -> None:
+        """Count one event ``name`` (``worker_crashes``, ``solver_timeouts`` ...)."""
         self.events[name] += 1
 
     def render(self, gauges: dict | None = None, counters: dict | None = None) -> str:
+        """The metrics in the Prometheus text format, with the extra ``gauges`` and ``counters`` given."""
         out = ["# HELP layoutverify_requests_total HTTP requests by route, method and status.",
                "# TYPE layoutverify_requests_total counter"]
         for (path, method, status), n in sorted(self.requests.items()):

@@ -42,10 +42,13 @@ def bearer_ok(headers, token: str | None) -> bool:
 
 
 def token_ok(given: str | None, token: str | None) -> bool:
+    """Whether ``given`` is the bearer token (always, when no token is set); compared in constant
+    time."""
     return not token or hmac.compare_digest((given or "").strip().encode(), token.encode())
 
 
 def unauthorized() -> rq.RequestError:
+    """The 401 error (``WWW-Authenticate: Bearer``) of a missing or wrong bearer token."""
     return rq.RequestError(401, "unauthorized", "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
 
 
@@ -58,6 +61,7 @@ def check_id(value: str, what: str = "result") -> str:
 
 
 def check_fingerprint(value: str) -> str:
+    """``value`` when it is a layout fingerprint, else a 422 error."""
     if not _FINGERPRINT.fullmatch(value):
         raise rq.RequestError(422, "invalid_field", "field 'fingerprint': not a layout fingerprint", "fingerprint")
     return value
@@ -103,6 +107,7 @@ class Csrf:
         self.secret = secret or secrets.token_bytes(32)
 
     def token_for(self, cookie: str) -> str:
+        """The form token of ``cookie``: ``HMAC-SHA256(secret, cookie)`` in hex."""
         return hmac.new(self.secret, cookie.encode(), hashlib.sha256).hexdigest()
 
     def issue(self, cookies: dict) -> tuple[str, str | None]:
@@ -114,6 +119,7 @@ class Csrf:
         return self.token_for(cookie), cookie
 
     def valid(self, cookies: dict, token: str | None) -> bool:
+        """Whether ``token`` is the form token of the request's CSRF cookie (compared in constant time)."""
         cookie = cookies.get(CSRF_COOKIE)
         if not cookie or not token:
             return False
@@ -121,4 +127,5 @@ class Csrf:
 
 
 def set_csrf_cookie(response, value: str, secure: bool = False) -> None:
+    """Set the CSRF cookie to ``value`` (HTTP-only, ``SameSite=Strict``, secure when asked)."""
     response.set_cookie(CSRF_COOKIE, value, httponly=True, samesite="strict", path="/", secure=secure)

@@ -119,10 +119,12 @@ def result_id(key: str) -> str:
 
 
 def canonical_json(value) -> str:
+    """``value`` as JSON with sorted keys and no spaces: equal values, equal text."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def store_key(kind: str, fp_a: str, fp_b: str, options: dict, tool_version: str) -> str:
+    """The key of a result: the canonical JSON of ``[kind, fp_a, fp_b, options, tool_version]``."""
     return canonical_json([kind, fp_a, fp_b, options, tool_version])
 
 
@@ -239,6 +241,7 @@ class Store:
         self.writes += 1
 
     def close(self) -> None:
+        """Close the store's connections."""
         if self.postgres:
             while not self._pool.empty():
                 conn = self._pool.get()
@@ -250,6 +253,7 @@ class Store:
 
     # -- migrations -----------------------------------------------------------------------------
     def version(self) -> int:
+        """The store's schema version (0 before the first migration)."""
         rows = self._rows("SELECT MAX(version) AS v FROM schema_version")
         return int(rows[0]["v"] or 0)
 
@@ -330,6 +334,7 @@ class Store:
         return pid
 
     def by_key(self, kind: str, fp_a: str, fp_b: str, options: dict, tool_version: str) -> dict | None:
+        """The stored result of ``kind`` for the fingerprints, options and tool version, or ``None``."""
         rows = self._rows(f"SELECT {_RESULT_COLUMNS} FROM results WHERE key = ?",
                           (store_key(kind, fp_a, fp_b, options, tool_version),))
         return _decode(rows[0]) if rows else None
@@ -357,14 +362,17 @@ class Store:
         return (bool(rows), rows[0]["smt2"] if rows else None)
 
     def by_fingerprint(self, fp: str, limit: int = 100) -> list[dict]:
+        """The latest results (at most ``limit``, newest first) with ``fp`` as either layout."""
         rows = self._rows(f"SELECT {_RESULT_COLUMNS}, id AS result_id FROM results WHERE fp_a = ? OR fp_b = ? "
                           "ORDER BY created DESC LIMIT ?", (fp, fp, int(limit)))
         return [_decode(r) for r in rows]
 
     def ids(self) -> list[str]:
+        """The ids of every stored result."""
         return [r["id"] for r in self._rows("SELECT id FROM results")]
 
     def count(self) -> int:
+        """The number of stored results."""
         return int(self._rows("SELECT COUNT(*) AS n FROM results")[0]["n"])
 
     def shared_secret(self, name: str) -> bytes:
@@ -378,10 +386,12 @@ class Store:
 
     # -- views ----------------------------------------------------------------------------------
     def view_get(self, key: str) -> dict | None:
+        """The stored page view of ``key``, or ``None``."""
         rows = self._rows("SELECT view FROM views WHERE key = ?", (key,))
         return json.loads(rows[0]["view"]) if rows else None
 
     def view_put(self, key: str, permalink: str, view: dict) -> None:
+        """Store the page view of ``key`` for ``permalink`` (a view stored first stays)."""
         self._transaction([("INSERT INTO views (key, permalink, view, created) VALUES (?, ?, ?, ?) "
                             "ON CONFLICT (key) DO NOTHING", (key, permalink, json.dumps(view), time.time()))])
 
@@ -413,6 +423,7 @@ class Store:
              (jid, float(seconds), now, now, jid, owner))])
 
     def job_finish(self, jid: str, *, status: str, result=None, error: str | None = None) -> None:
+        """End job ``jid`` with ``status``, its result or error, and its final count of claims done."""
         now = time.time()
         self._transaction([("UPDATE jobs SET status = ?, result = ?, error = ?, updated = ?, heartbeat = ?, "
                             "done = (SELECT COUNT(*) FROM job_claims WHERE job_id = ? AND outcome IS NOT NULL) "
@@ -420,6 +431,7 @@ class Store:
                                              error, now, now, jid, jid))])
 
     def job_heartbeat(self, jids: list[str], owner: str) -> None:
+        """Beat the heartbeat of the running jobs ``jids`` that ``owner`` holds."""
         now = time.time()
         self._transaction([("UPDATE jobs SET heartbeat = ? WHERE id = ? AND owner = ? AND status = 'running'",
                             (now, jid, owner)) for jid in jids])
@@ -446,6 +458,7 @@ class Store:
         return taken
 
     def job_get(self, jid: str) -> dict | None:
+        """Job ``jid`` (kind, status, progress, result, error, times), or ``None``."""
         rows = self._rows("SELECT id, kind, status, done, total, result, error, created, updated, heartbeat, spent "
                           "FROM jobs WHERE id = ?", (jid,))
         if not rows:

@@ -237,9 +237,11 @@ class Pool:
 
     @property
     def waiting(self) -> int:
+        """Jobs waiting for a worker, at every priority."""
         return sum(len(q) for level in self._waiting for q in level.values())
 
     async def start(self) -> None:
+        """Start the worker processes and wait until each has answered a ``ping``."""
         ctx = multiprocessing.get_context("spawn")
         loop = asyncio.get_running_loop()
         self._workers = list(await asyncio.gather(*[
@@ -250,6 +252,7 @@ class Pool:
         await asyncio.gather(*[self.run({"kind": "ping"}, 120.0) for _ in range(self.size)])
 
     def pids(self) -> list[int]:
+        """The process ids of the pool's workers."""
         return [w.proc.pid for w in self._workers if w.proc is not None]
 
     def _dispatch(self) -> None:
@@ -340,6 +343,7 @@ class Pool:
         raise JobFailed(value)
 
     def close(self) -> None:
+        """Stop every worker and the pool's threads."""
         for w in self._workers:
             try:
                 w.stop()

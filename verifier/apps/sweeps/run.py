@@ -85,6 +85,8 @@ class Tally:
         self.first = None             # seconds until the first shard of this run finished
 
     def add(self, s: dict, *, new: bool) -> None:
+        """Merge the summary ``s`` of a finished shard; ``new``: evaluated by this run (not read back
+        from an earlier one), so it also counts towards this run's time, workers and progress."""
         self.points += s["points"]
         self.errors += s["errors"]
         self.kinds.update(s.get("error_kinds") or {})
@@ -107,6 +109,8 @@ class Tally:
                 self.progress(self.points, self.total, self.evaluated, time.perf_counter() - self.t0)
 
     def counts(self) -> dict:
+        """The merged counts: points, errors (the ten most frequent kinds, the first error), and
+        verdicts (``prove``) or mechanisms and Triton's mechanisms (``analyze``)."""
         out = {"points": self.points, "errors": self.errors,
                "error_kinds": dict(sorted(self.kinds.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
                "first_error": self.first_error}

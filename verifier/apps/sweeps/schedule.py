@@ -50,4 +50,5 @@ class Regions:
         return victim.pop() if victim else None
 
     def give_back(self, shard) -> None:
+        """Put ``shard`` back to be handed out again (before any region's shards)."""
         self.retry.append(shard)

@@ -57,14 +57,17 @@ class Group:
                                                   # (filled by the process that evaluates its points)
 
     def pair(self, k: int) -> tuple[str, str]:
+        """The names ``(a, b)`` of the group's ``k``-th pair (A-major)."""
         nb = len(self.b)
         return self.a[k // nb], self.b[k % nb]
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
+        """The names of all the group's pairs, in order."""
         return [self.pair(k) for k in range(self.count)]
 
     def point_id(self, a: str, b: str) -> str:
+        """The stable id of the point pairing layouts ``a`` and ``b`` (:func:`point_id`)."""
         return point_id(self.task, self.key, self.layouts[a], self.layouts[b])
 
 

@@ -62,9 +62,11 @@ class Spec:
         return Space(self)
 
     def groups(self):
+        """The groups of the spec's points, in order."""
         return self.space().groups()
 
     def count(self) -> int:
+        """The number of points in the spec."""
         return self.space().points
 
     def canonical(self) -> dict:

@@ -181,6 +181,7 @@ class ResultsDir:
         self._lock_fd = fd
 
     def close(self) -> None:
+        """Release the directory's lock."""
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

@@ -183,11 +183,14 @@ class Counts:
         self.triton: Counter = Counter()
 
     def error(self, i: int, msg: str) -> None:
+        """Count an error at point ``i`` under its kind (``msg`` up to its first colon); the first is
+        kept whole."""
         self.errors[msg.split(":")[0][:60]] += 1
         if self.first_error is None:
             self.first_error = {"i": i, "error": msg}
 
     def as_dict(self) -> dict:
+        """The counts as the shard summary's JSON object."""
         d = {"points": self.points, "errors": sum(self.errors.values()), "error_kinds": dict(self.errors),
              "first_error": self.first_error}
         if self.task == "prove":

@@ -50,18 +50,24 @@ class Conversion:
 
     @property
     def element_bytes(self) -> int:
+        """Bytes of one element of ``dtype``."""
         return DTYPES[self.dtype]
 
     def key(self) -> tuple:
+        """The fields that identify the conversion: specs, shape, element type, target and release."""
         return (self.a, self.b, tuple(self.shape), self.dtype, self.arch, self.release)
 
     def to_json(self) -> dict:
+        """The conversion as a JSON object (``arch`` as ``sm_<arch>``, with the semantics release)."""
         return {"a": self.a, "b": self.b, "shape": list(self.shape), "dtype": self.dtype, "arch": f"sm_{self.arch}",
                 "triton_release": self.release, "semantics": self.semantics}
 
 
 @dataclass
 class Validation:
+    """The verdict on one conversion (``correct``, ``wrong``, ``unsupported``) with the Triton that
+    compiled it, the reason, the locations of ``B`` checked and the wrong ones, the output check, the
+    PTX class and the traffic."""
     conversion: Conversion
     verdict: str                      # correct | wrong | unsupported
     triton: str | None = None         # the full version that compiled the kernel
@@ -78,9 +84,11 @@ class Validation:
 
     @property
     def exit_code(self) -> int:
+        """The verdict's exit code: 0 correct, 1 wrong, 2 otherwise (unsupported)."""
         return {"correct": 0, "wrong": 1}.get(self.verdict, 2)
 
     def to_json(self) -> dict:
+        """The validation as a JSON object."""
         return {"conversion": self.conversion.to_json(), "verdict": self.verdict, "triton": self.triton,
                 "reason": self.reason, "locations": self.locations, "n_wrong": self.n_wrong,
                 "first_wrong": self.first_wrong, "wrong": self.wrong, "output_ok": self.output_ok,

@@ -202,6 +202,9 @@ class Interpreters:
         self.notice = notice
 
     def resolve(self, release: str) -> str:
+        """The Python interpreter that has Triton ``release`` (from the environment, this interpreter,
+        or installed); raises :class:`Unavailable` (again for later calls) when there is none, and
+        ``KeyError`` for a release this tool does not support."""
         if release not in WHEELS:
             raise KeyError(f"unsupported Triton release {release!r}; one of {', '.join(RELEASES)}")
         if release not in self._done:

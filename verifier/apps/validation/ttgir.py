@@ -40,6 +40,7 @@ class Dialect:
         self.has_linear = release >= (3, 3)
 
     def ptr(self, elem: str) -> str:
+        """The pointer type to ``elem`` (with the address space before 3.0)."""
         return f"!tt.ptr<{elem}, 1>" if self.legacy else f"!tt.ptr<{elem}>"
 
     def cast(self, operand: str, src: str, dst: str) -> str:
@@ -47,6 +48,8 @@ class Dialect:
         return f"{operand} : ({src}) -> {dst}" if self.legacy else f"{operand} : {src} -> {dst}"
 
     def module_attrs(self, num_warps: int, arch: int) -> str:
+        """The module's attributes: one CTA, ``num_warps`` warps of 32 threads, and the target
+        (``compute-capability`` before 3.0, ``target = cuda:ARCH`` after)."""
         p = self.prefix
         attrs = [f'"{p}.num-ctas" = 1 : i32', f'"{p}.num-warps" = {num_warps} : i32',
                  f'"{p}.threads-per-warp" = 32 : i32']
