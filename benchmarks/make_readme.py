@@ -351,6 +351,9 @@ INTRO = [
 OTHER_RESULTS = {
     "bench_shortcuts.json": "`bench_shortcuts.py`: each shortcut that remains after issue 24 against the general path "
                             "it stands for, end to end, in CPU time (docs/ARCHITECTURE.md)",
+    "bench_sweep_32core_16workers.json": "`bench_sweep.py --cores 16 --spin` on a 32-core device machine: 16 "
+                                         "workers with cores to spare (the compute-only loop still runs at 0.71 "
+                                         "of one process's speed with 16 busy)",
     "bench_sweep_16core_nospin.json": "a 16-core sweep run of the same code before `--spin` existed",
     "bench_sweep_16core_run1.json": "the first 16-core run of the sharded sweep (before the locality order and the "
                                     "per-share parse memo)",
