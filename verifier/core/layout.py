@@ -114,6 +114,8 @@ def _norm_dims(dims, what: str) -> tuple[tuple[str, int], ...]:
 
 def _logical(out_dims) -> tuple[tuple[str, int], ...]:
     """Logical dims from ``(name, size)`` pairs or from a shape (``[64, 32]``)."""
+    if type(out_dims) is list and out_dims and type(out_dims[0]) is int:
+        out_dims = tuple(out_dims)
     if type(out_dims) is tuple and out_dims and type(out_dims[0]) is int:
         got = _SHAPES.get(out_dims)  # (a shape of plain ints seen before: its dims, checked then)
         if got is not None and set(map(type, out_dims)) == _INT:
