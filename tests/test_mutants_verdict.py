@@ -123,3 +123,266 @@ def test_first_missing_is_exact_for_large_tensors():
     assert TABLE._first_missing(rx, ry, n_el) == (1, 0)
     assert TABLE._first_missing(ry, rx, n_el) == (1, 0)
     assert TABLE._first_missing(rx, rx.copy(), n_el) is None
+
+
+# -- compare: the memo, the clock, the z3 calls --------------------------------------------------
+def _digit_pair():
+    """Two digit-linear layouts (canonical keys), ``not_equal``: lane-major against register-major."""
+    dims = [("register", 2), ("lane", 4)]
+    return (Layout(dims, [("d0", 8)], [REG + LANE * 2]), Layout(dims, [("d0", 8)], [REG * 4 + LANE]))
+
+
+def _keyless(rows):
+    """A layout kept as a table over 3 lanes: no F2 basis, no digit form, no canonical key."""
+    return table_layout([("lane", 3)], [3], [[v] for v in rows])
+
+
+def _nonlinear(k=3):
+    """A layout that is neither digit-linear nor F2-linear (8 lanes into 7 elements)."""
+    return Layout([("lane", 8)], [("d0", 7)], [(LANE * k + (LANE // 2) * 5) % 7])
+
+
+def _count_calls(monkeypatch, module, name):
+    calls = []
+    orig = getattr(module, name)
+
+    def spy(*args, **kw):
+        calls.append((args, kw))
+        return orig(*args, **kw)
+    monkeypatch.setattr(module, name, spy)
+    return calls
+
+
+def test_memo_keeps_results_by_canonical_keys(monkeypatch, tmp_path):
+    """``compare(..., memo=m)`` (the docstring): a later pair of the same two maps gets the kept
+    result without running the strategy again; a pair where a layout has no canonical key is
+    never kept (another keyless layout would get its result); nothing is kept or read when
+    ``smt2`` is given (z3 has to run to write the file); an ``unknown`` is not kept.
+
+    Kills ``compare._by_strategy`` 15, 19, 20, 21, 22, 23, 24 (the memo not read / keyed
+    without both keys / not filled), 52, 53, 54, 55 (what is kept)."""
+    from layoutverify.core import smt as SMT
+    from layoutverify.core import table as TABLE
+    from layoutverify.core.result import Result
+    calls = _count_calls(monkeypatch, TABLE, "compare_table")
+    memo = {}
+    a, b = _digit_pair()
+    first = compare(a, b, method="table", memo=memo)
+    assert first.verdict == brute_verdict(a, b) == "not_equal" and len(calls) == 1 and memo
+    again = compare(*_digit_pair(), method="table", memo=memo)  # new objects, the same maps
+    assert again is first and len(calls) == 1
+    # keyless layouts: each pair is decided by the strategy
+    ident = Layout([("lane", 3)], [("dim0", 3)], [LANE])
+    for rows in ([2, 0, 1], [0, 1, 2], [1, 2, 0]):
+        x = _keyless(rows)
+        n = len(calls)
+        res = compare(x, ident, method="table", memo=memo)
+        assert res.verdict == brute_verdict(x, ident) and len(calls) == n + 1
+    # smt2: the strategy and z3 run although the memo holds the pair
+    path = tmp_path / "q.smt2"
+    n = len(calls)
+    res = compare(*_digit_pair(), method="table", memo=memo, smt2=str(path))
+    assert len(calls) == n + 1 and path.exists() and res.verdict == "not_equal"
+    # an unknown is not kept: asked again, the strategy runs again
+    unknown = Result("unknown", "z3", None, 0.0, "z3 gave up on the pointwise query; nothing is claimed")
+    zcalls = []
+    monkeypatch.setattr(SMT, "z3_compare", lambda pair, **kw: zcalls.append(kw) or unknown)
+    for _ in range(2):
+        assert compare(*_digit_pair(), method="z3", memo=memo).verdict == "unknown"
+    assert len(zcalls) == 2
+
+
+def test_seconds_is_the_time_the_strategy_took():
+    """``Result.seconds``: the time the strategy took, between 0 and the time of the call.
+
+    Kills ``compare._by_strategy`` 49 (the start time added instead of subtracted)."""
+    import time
+    a, b = _digit_pair()
+    t0 = time.perf_counter()
+    res = compare(a, b, method="table")
+    assert 0.0 <= res.seconds <= time.perf_counter() - t0
+
+
+def test_the_z3_strategy_gets_the_timeout_and_the_file(monkeypatch, tmp_path):
+    """The time limit and the SMT-LIB2 file given to ``compare`` reach z3 on every path: ``auto``
+    past the table's limit (``TABLE_FALLBACK``, lowered here), ``method="z3"``, the cross-check
+    of another strategy when ``smt2`` is given (which names the file in ``details["smt2"]``), and
+    ``compare_z3`` itself (default 10 s, as ``compare``'s).
+
+    Kills ``compare._decide`` 30, 31, 32, 33, 34, 35 (auto's z3 fallback), 59 (``z3``), 69, 77,
+    78, 79 (the cross-check; ``details``), ``compare.compare_z3`` 1, 6."""
+    from layoutverify.core import compare as C
+    from layoutverify.core import smt as SMT
+    from layoutverify.core import table as TABLE
+    from layoutverify.core.result import Pair
+    calls = _count_calls(monkeypatch, SMT, "z3_compare")
+    x, y = _nonlinear(3), _nonlinear(5)
+    want = brute_verdict(x, y)
+    monkeypatch.setattr(TABLE, "TABLE_FALLBACK", 4)
+    for i, method in enumerate(("auto", "z3", "table")):
+        path = tmp_path / f"q{i}.smt2"
+        res = compare(x, y, method=method, timeout_ms=4321, smt2=str(path))
+        assert res.verdict == want and res.method == ("table" if method == "table" else "z3")
+        (pair,), kw = calls[-1]
+        assert (pair.a, pair.b) == (x, y) and kw == {"timeout_ms": 4321, "smt2": str(path)}
+        assert path.exists()
+        if method == "table":  # the cross-check names its file
+            assert res.details["smt2"] == str(path)
+    res = compare(x, y, timeout_ms=4321)  # auto without a file: z3 past the lowered limit
+    assert res.method == "z3" and res.verdict == want and calls[-1][1]["timeout_ms"] == 4321
+    C.compare_z3(Pair(x, y))
+    assert calls[-1][1]["timeout_ms"] == 10_000
+    C.compare_z3(Pair(x, y), timeout_ms=321)
+    assert calls[-1][1]["timeout_ms"] == 321
+
+
+@pytest.mark.parametrize("z3_says", ["unknown", "disagrees"])
+def test_the_z3_cross_check(monkeypatch, tmp_path, z3_says):
+    """With ``smt2`` given, z3 also runs after another strategy: an ``unknown`` from z3 is no
+    disagreement; another verdict is an internal error (``AssertionError``).
+
+    Kills ``compare._decide`` 72, 73, 74."""
+    from layoutverify.core import smt as SMT
+    from layoutverify.core.result import Result
+    a, b = _digit_pair()
+    verdict = "unknown" if z3_says == "unknown" else "equal"
+    monkeypatch.setattr(SMT, "z3_compare", lambda pair, **kw: Result(verdict, "z3", None, 0.0, "stub"))
+    if z3_says == "unknown":
+        assert compare(a, b, method="table", smt2=str(tmp_path / "q.smt2")).verdict == "not_equal"
+    else:
+        with pytest.raises(AssertionError, match="internal: table says not_equal, z3 says equal"):
+            compare(a, b, method="table", smt2=str(tmp_path / "q.smt2"))
+
+
+def test_auto_uses_the_table_up_to_its_limit_inclusive(monkeypatch):
+    """``auto`` on a pair neither digit-linear nor F2: the table for up to ``TABLE_FALLBACK``
+    locations (inclusive, lowered here to the pair's 8), z3 past it.
+
+    Kills ``compare._decide`` 27 (``<`` for ``<=``)."""
+    from layoutverify.core import table as TABLE
+    x, y = _nonlinear(3), _nonlinear(5)
+    monkeypatch.setattr(TABLE, "TABLE_FALLBACK", 8)
+    res = compare(x, y)
+    assert res.method == "table" and res.verdict == brute_verdict(x, y)
+    monkeypatch.setattr(TABLE, "TABLE_FALLBACK", 7)
+    assert compare(x, y).method == "z3"
+
+
+def test_a_deferred_witness_comes_from_the_auto_strategies(monkeypatch):
+    """``compare._strategy_result`` (the full result behind a verdict proved on normal forms) is
+    ``auto``'s: F2 layouts past the table's limit (lowered here) get their witness from the f2
+    strategy, and a pair neither digit-linear nor F2 past ``TABLE_FALLBACK`` goes to z3 with the
+    time limit given.
+
+    Kills ``compare._strategy_result`` 2, 3, 12, 13 (another method: the table; no time limit)."""
+    from layoutverify.core import compare as C
+    from layoutverify.core import smt as SMT
+    from layoutverify.core import table as TABLE
+    a = Layout.from_bases({"register": [[0, 1]], "lane": [[1, 0], [2, 0]], "warp": [[0, 2]]}, [4, 4])
+    b = Layout.from_bases({"register": [[0, 1]], "lane": [[2, 0], [1, 0]], "warp": [[0, 2]]}, [4, 4])
+    monkeypatch.setattr(TABLE, "MAX_TABLE_LOCATIONS", 8)
+    res = compare(a, b)
+    assert res.verdict == brute_verdict(a, b) == "not_equal" and res.method == "f2"
+    assert witness_problem(a, b, res) is None
+    monkeypatch.setattr(TABLE, "MAX_TABLE_LOCATIONS", 1 << 24)
+    calls = _count_calls(monkeypatch, SMT, "z3_compare")
+    monkeypatch.setattr(TABLE, "TABLE_FALLBACK", 4)
+    x, y = _nonlinear(3), _nonlinear(5)
+    full = C._strategy_result(x, y, 4321)
+    assert (full.verdict, full.method) == (brute_verdict(x, y), "z3")
+    assert calls[-1][1]["timeout_ms"] == 4321
+
+
+# -- compare: verdicts read off the layouts (method identical) ------------------------------------
+def test_identical_layouts_and_their_reasons(tmp_path):
+    """``auto`` answers ``identical`` for the same layout object (given by bases: in range by
+    construction) and for the same expressions over the same hardware dims (after the interval
+    bounds prove them inside the shape), each with its reason. ``smt2`` skips the normal forms.
+
+    Kills ``compare._by_strategy`` 30 (the shortcut asked for no method), ``compare._early`` 25,
+    28, 33, 34, 49, 54, 55."""
+    f2 = Layout.from_bases({"register": [[0, 1]], "lane": [[1, 0]]}, [2, 2])
+    res = compare(f2, f2, smt2=str(tmp_path / "q.smt2"))
+    assert (res.verdict, res.method) == ("equal", "identical")
+    assert res.reason == "every hardware location holds the same element (the same layout object)"
+    x = _nonlinear(3)
+    for y in (x, Layout(x.in_dims, x.out_dims, list(x.exprs))):
+        res = compare(x, y)
+        assert (res.verdict, res.method) == ("equal", "identical")
+        assert res.reason == "every hardware location holds the same element (the same expressions over the same hardware dims)"
+
+
+def test_the_same_expressions_leaving_the_shape_are_refused():
+    """A layout whose largest index is exactly its logical size is refused (``LayoutError``) by
+    ``auto`` against itself and against a copy of its expressions: the ``identical`` shortcut
+    needs the interval bound ``size - 1`` of each hardware dim to land inside the shape.
+
+    Kills ``compare._early`` 26 (bounds skipped for one object), 37 (bounds ``size - 2``), 43
+    (``<=`` for ``<``)."""
+    from layoutverify.core.errors import LayoutError
+    bad = Layout([("lane", 4)], [("dim0", 3)], [LANE])
+    for other in (bad, Layout([("lane", 4)], [("dim0", 3)], [LANE])):
+        with pytest.raises(LayoutError):
+            compare(bad, other)
+
+
+def test_a_layout_given_by_bases_is_not_the_same_object_as_its_expressions(tmp_path):
+    """A layout given by bases against a copy of its expressions (``smt2`` skips the normal
+    forms): ``equal``, but never with the reason "the same layout object", which would be false.
+
+    Kills ``compare._early`` 17."""
+    f2 = Layout.from_bases({"register": [[0, 1]], "lane": [[1, 0]]}, [2, 2])
+    copy = Layout(f2.in_dims, f2.out_dims, list(f2.exprs))
+    for x, y in ((f2, copy), (copy, f2)):
+        res = compare(x, y, smt2=str(tmp_path / "q.smt2"))
+        assert res.verdict == brute_verdict(x, y) == "equal"
+        assert "the same layout object" not in res.reason
+
+
+def test_expressions_too_deep_to_compare_are_not_taken_as_identical():
+    """Two expression trees equal down to a depth past Python's recursion limit and different at
+    the bottom (``lane`` and ``(lane + 1) % 4``, each wrapped in 6000 xors that cancel): the
+    comparison of the trees fails, and a strategy decides ``not_equal``.
+
+    Kills ``compare._same_exprs`` 2 (a failed comparison taken as identical)."""
+    import sys
+    ea, eb = LANE, (LANE + 1) % 4
+    for _ in range(3000):
+        ea, eb = (ea ^ LANE) ^ LANE, (eb ^ LANE) ^ LANE
+    a, b = Layout([("lane", 4)], [("dim0", 4)], [ea]), Layout([("lane", 4)], [("dim0", 4)], [eb])
+    limit = sys.getrecursionlimit()  # (raised by some test plugins): Python's default here
+    sys.setrecursionlimit(1000)
+    try:
+        with pytest.raises(RecursionError):
+            a.exprs == b.exprs
+        res = compare(a, b)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert res.verdict == brute_verdict(a, b) == "not_equal" and res.method != "identical"
+    assert witness_problem(a, b, res) is None
+
+
+# -- compare: the f2 strategy's witnesses ---------------------------------------------------------
+def test_f2_on_memory_layouts_and_thread_set_reasons():
+    """The f2 strategy (every strategy, by ``check_pair``): memory layouts (no register dim) whose
+    offsets hold the elements in another order are ``not_equal`` with a pointwise witness; a
+    register basis outside the other side's register span, and thread bases that differ by more
+    than a register basis, are ``not_equal`` with an element "in no register" of the thread on
+    the other side (checked by ``witness_problem``).
+
+    Kills ``compare.compare_f2`` 81, 82, 83, 84, 85, 86, 87, 88 (the memory-layout witness),
+    111, 116, 122, 135, 140, 147 (the thread-set reason)."""
+    m1 = Layout.from_bases({"offset": [[1, 0], [0, 1]]}, [2, 2])
+    m2 = Layout.from_bases({"offset": [[0, 1], [1, 0]]}, [2, 2])
+    check_pair(m1, m2, "not_equal", must=("f2",))
+    assert compare(m1, m2, method="f2").witness["hardware"] == {"offset": 1}
+    # register span differs (A's register basis (0,1) is not in B's span {(1,1)}), both ways
+    ra = Layout.from_bases({"register": [[0, 1]], "lane": [[1, 0]]}, [2, 2])
+    rb = Layout.from_bases({"register": [[1, 1]], "lane": [[1, 0]]}, [2, 2])
+    # the same register span, thread bases (1,0) and (0,0)+(1,0) swapped: lane 1 differs
+    ta = Layout.from_bases({"register": [[0, 1]], "lane": [[1, 0], [0, 0]]}, [2, 2])
+    tb = Layout.from_bases({"register": [[0, 1]], "lane": [[0, 0], [1, 0]]}, [2, 2])
+    for x, y in ((ra, rb), (rb, ra), (ta, tb), (tb, ta)):
+        check_pair(x, y, "not_equal", must=("f2",))
+        res = compare(x, y, method="f2")
+        assert "is in no register of thread" in res.reason, res.reason
