@@ -386,3 +386,59 @@ def test_f2_on_memory_layouts_and_thread_set_reasons():
         check_pair(x, y, "not_equal", must=("f2",))
         res = compare(x, y, method="f2")
         assert "is in no register of thread" in res.reason, res.reason
+
+
+# -- normalform -----------------------------------------------------------------------------------
+def test_f2_normal_forms_with_a_register_dim_on_one_side_only():
+    """A layout whose register dim (size 2) only repeats each thread's element, against the same
+    lanes without a register dim: every thread holds the same set, so
+    ``equal_up_to_register_order``, decided on the F2 normal forms (and by every strategy).
+
+    Kills ``normalform._f2_verdict`` 14 (a register dim required on both sides)."""
+    a = Layout.from_bases({"register": [[0, 0]], "lane": [[1, 0], [0, 1]]}, [2, 2])
+    b = Layout.from_bases({"lane": [[1, 0], [0, 1]]}, [2, 2])
+    for x, y in ((a, b), (b, a)):
+        check_pair(x, y, "equal_up_to_register_order", must=("f2",), auto="f2")
+
+
+def test_f2_normal_forms_of_a_layout_gone_decide_nothing():
+    """``F2Part.rest`` returns ``None`` once its layout is gone, and a verdict on two F2 normal
+    forms then claims nothing (``None``), whichever side is gone; ``rest`` called again returns
+    the spans it built, without building them again.
+
+    Kills ``normalform._f2_verdict`` 6 (one side gone taken as different images),
+    ``normalform.F2Part.rest`` 57 (the built mark)."""
+    import gc
+    from layoutverify.core import normalform as NF
+
+    def pair():
+        return (Layout.from_bases({"register": [[0, 1]], "lane": [[1, 0]]}, [2, 2]),
+                Layout.from_bases({"register": [[1, 0]], "lane": [[0, 1]]}, [2, 2]))
+    for gone in (0, 1):
+        lays = list(pair())
+        na, nb = NF.of(lays[0]), NF.of(lays[1])
+        assert na.key is not nb.key and na.part.span is NF._UNSET
+        kept = lays[1 - gone]
+        del lays
+        gc.collect()
+        assert NF.decide(na, nb) is None
+        part = (na, nb)[1 - gone].part
+        span = part.rest()
+        assert span is not None and part.rest() is span
+        del kept
+
+
+def test_the_token_table_bound_past_its_floor():
+    """``normalform._purge`` sets the next purge at twice the live tokens once that passes the
+    floor of 2^16 (here 40000 live tokens).
+
+    Kills ``normalform._purge`` 11, 12 (``2 / live``, ``3 * live``)."""
+    from layoutverify.core import normalform as NF
+    keep = [NF._intern(("mutants-verdict-token", i)) for i in range(40_000)]
+    with NF._TOKENS_LOCK:
+        NF._purge()
+        live = sum(1 for ref in NF._TOKENS.values() if ref() is not None)
+        assert live >= 40_000 and NF._PURGE_AT[0] == 2 * live
+    del keep
+    with NF._TOKENS_LOCK:
+        NF._purge()
