@@ -145,7 +145,10 @@ def _strategy_result(a: Layout, b: Layout, timeout_ms: int) -> Result:
 
 def _early(a: Layout, b: Layout, method: str) -> Result | None:
     """Verdicts that need no strategy: different kinds, logical dims or shapes; for ``auto``, the
-    same expressions over the same hardware dims (once interval bounds prove them inside the shape)."""
+    same expressions over the same hardware dims (once interval bounds prove them inside the shape).
+    A layout given by F2 bases takes that shortcut only against itself: its expressions are not
+    written out to be compared, and a pair with one is decided by its bases (a strategy, which
+    also writes the SMT-LIB2 file asked for)."""
     res = shape_mismatch(a, b)
     if res is not None or method != "auto":
         return res
