@@ -298,3 +298,32 @@ def test_digit_form_at_a_location_missing_a_dim_reads_it_as_zero():
     df = RADIX.digit_form(lay)
     for loc in ({}, {"lane": 3}, {"register": 1}):
         assert df.at(loc) == lay.element(loc)
+
+
+def test_pointwise_counterexample_is_the_first_differing_digit_of_the_common_chain():
+    """A = 8 * warp and B = 8 * (lane // 4) (lane 8, warp 2): the same image {0, 8}. The module
+    docstring's pointwise proof takes the first differing digit as the counterexample: over the
+    common chain (lane: 1, 4, 8; warp: 1, 2), in the pair's dim order, that is lane's digit at 4
+    (A 0, B 8), so the witness is lane = 4, warp = 0, both orders. A chain missing B's place value
+    4 reads B's lane digit as 0 and names warp = 1 instead. Kills ``_common_chains`` 4, 6, 11."""
+    dims = [("lane", 8), ("warp", 2)]
+    a = digits(dims, [9], [("warp", 1, 2, (8,))])
+    b = digits(dims, [9], [("lane", 4, 2, (8,))])
+    for x, y in ((a, b), (b, a)):
+        res = radix_decides(x, y, "not_equal")
+        assert res.witness["hardware"] == {"lane": 4, "warp": 0}
+
+
+def test_witness_indices_are_integers():
+    """``(2 * lane + warp % 2) // 2`` is ``lane``: its digit stride comes from ``_split_for``
+    (coefficient 2 over 2). Against ``lane + 1`` the images {0..3} and {1..4} differ: A's element
+    0 at lane 0, located with that stride, is an integer hardware index (as JSON shows it), not
+    0.0. Kills ``_split_for`` 16 (a true division)."""
+    l, w = E.Var("lane"), E.Var("warp")
+    dims = [("lane", 4), ("warp", 2)]
+    a = Layout(dims, [("dim0", 5)], [(l * 2 + w % 2) // 2])
+    b = Layout(dims, [("dim0", 5)], [l + 1])
+    for x, y in ((a, b), (b, a)):
+        res = radix_decides(x, y, "different_tensors")
+        assert all(type(v) is int for v in res.witness["hardware"].values()), res.witness
+        assert all(type(v) is int for v in res.witness["element"]), res.witness
