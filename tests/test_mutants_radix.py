@@ -327,3 +327,15 @@ def test_witness_indices_are_integers():
         res = radix_decides(x, y, "different_tensors")
         assert all(type(v) is int for v in res.witness["hardware"].values()), res.witness
         assert all(type(v) is int for v in res.witness["element"]), res.witness
+
+
+def test_place_values_that_are_no_chain_are_not_read_as_one():
+    """Lane 6 as 2 x 3 in A and 3 x 2 in B, every digit of stride 1: A(l) = l % 2 + l // 2 and
+    B(l) = l % 3 + l // 3 both cover {0, 1, 2, 3}, but A(2) = 1 and B(2) = 2. Their place values
+    {1, 2, 6} and {1, 3, 6} have no common chain ({1, 2, 3, 6} is none: 2 does not divide 3); read
+    over it, both would have the digits (1: stride 1, 3: stride 1) and look equal. Kills
+    ``_common_chains`` 18, 28 (a wrong ``equal``)."""
+    dims = [("lane", 6)]
+    a = digits(dims, [4], [("lane", 1, 2, (1,)), ("lane", 2, 3, (1,))])
+    b = digits(dims, [4], [("lane", 1, 3, (1,)), ("lane", 3, 2, (1,))])
+    both_ways(a, b, "not_equal")
