@@ -66,15 +66,16 @@ QC = digits(DIMS, [6], [("register", 1, 2, (1,)), ("register", 2, 2, (2,)), ("la
 def test_overlapping_register_digits_sets_differ_on_the_first_side():
     """Q_A and Q_B (bitmaps: A's register digits overlap) each hold an element the other lacks:
     the witness is A's (the first side's) element in no register of B's thread, both orders.
-    Kills ``compare_radix`` 263, 265, 267, 269, 270, 272, 277-282, 284-290, 293-318 and
-    ``_DimMask.__eq__`` 2-4 (equal coverage bitmaps taken as different)."""
+    Kills ``compare_radix`` 263, 265-267, 269-272, 275, 277-282, 284-290, 293-313, 315-318,
+    ``_DimMask.__eq__`` 2-4 (equal coverage bitmaps taken as different), ``_mask_locate`` 11, 13."""
     both_ways(QA, QB, "not_equal", ("a", "a"))
 
 
 def test_overlapping_register_digits_set_inside_the_other():
     """Q_A is inside Q_C: only C's side has an element the other lacks, so with A first the
     witness is B's element (the second loop), with C first it is A's. Kills ``compare_radix``
-    266, 271, 273-276, 283."""
+    245-247 (bitmaps when one side's Q is canonical), 266, 271, 273-276, 283, 314 (and most of
+    the previous test's)."""
     both_ways(QA, QC, "not_equal", ("b", "a"))
 
 
@@ -90,7 +91,7 @@ def test_equal_register_bitmaps_thread_strides_differ():
     """Equal sets Q (bitmaps with holes), thread strides 6/12 against 12/6: with the larger
     stride first the witness is the largest element of Q (5, at registers 1 + 2) plus 12, which
     lane 1 of the other layout (Q + 6) lacks. Kills ``compare_radix`` 448, 451-453, 455-462,
-    ``_DimMask.__init__`` 11, 14 (a bitmap longer than the set), ``_mask_locate`` 11, 13."""
+    ``_DimMask.__init__`` 11, 14 (a bitmap longer than the set)."""
     both_ways(HA, HB, "not_equal", ("a", "a"))
 
 
@@ -106,7 +107,8 @@ ZB = digits(DIMS_Z, [6], [("register", 1, 2, (1,)), ("register", 2, 2, (1,)), ("
 def test_largest_element_of_q_is_located_on_its_own_side():
     """The largest element of Q (2) is located among A's registers (6: digits 2 and 4), not
     B's (3), whose A element is 1: 1 + 2 = 3 is held by B's lane 1 (Q + 1). Kills
-    ``compare_radix`` 463; with B first the witness is the smallest element (register 0)."""
+    ``compare_radix`` 463; with B first the witness is the smallest element (register 0). Also
+    kills ``_mask_locate`` 11, 13 (two register digits of one witness)."""
     both_ways(ZA, ZB, "not_equal", ("a", "a"))
 
 
@@ -120,8 +122,8 @@ PB = digits(DIMS_P, [7], [("register", 1, 4, (1,)), ("lane", 1, 2, (1,)), ("lane
 def test_canonical_q_larger_translation_takes_the_largest_element():
     """A's lane 1 holds Q + 2 = {2..5}, B's Q + 1 = {1..4}: only 5 (the largest element of Q
     plus 2) is A's alone, and 1 is B's alone (the smallest plus 1). Kills ``compare_radix`` 434,
-    436-438 and ``_thread_witness_ok`` 34 (the other side's thread 0 checked instead of the
-    witness's thread)."""
+    436-438, 468, 473, 474, 479, 484, 489 and ``_thread_witness_ok`` 34 (the other side's thread
+    0 checked instead of the witness's thread)."""
     both_ways(PA, PB, "not_equal", ("a", "a"))
 
 
@@ -167,7 +169,7 @@ def test_canonical_q_differ_with_other_register_counts():
     give 3) against C (4 registers): Q_A = {0, 1, 2} inside Q_C = {0, 1, 2, 3}, both cover
     {0..5}. The witness is C's register 3 (which A lacks), whose element 3 the re-check must
     look for among A's 3 registers only. Kills ``_thread_witness_ok`` 25 (the other side's
-    register count taken from side B)."""
+    register count taken from side B) and 39 (only the witness's register index evaluated)."""
     r, l = E.Var("register"), E.Var("lane")
     a = Layout([("register", 3), ("lane", 2)], [("dim0", 6)], [r + l * 3])
     c = digits(DIMS, [6], [("register", 1, 2, (1,)), ("register", 2, 2, (2,)), ("lane", 1, 2, (2,))])
