@@ -341,3 +341,20 @@ def test_place_values_that_are_no_chain_are_not_read_as_one():
     a = digits(dims, [4], [("lane", 1, 2, (1,)), ("lane", 2, 3, (1,))])
     b = digits(dims, [4], [("lane", 1, 3, (1,)), ("lane", 3, 2, (1,))])
     both_ways(a, b, "not_equal")
+
+
+def test_candidates_are_searched_in_their_documented_order():
+    """Without a common chain the counterexample is searched among "the origin and the unit and
+    top digits of each layout's own chain" (``_candidate_diff``), in that order: the origin, then
+    for each digit of A's chain its unit ``p`` and its top ``p (r - 1)``, then B's. Lane 6 as 3 x 2
+    (``l % 3 + l // 3``) against 2 x 3 (``l % 2 + l // 2``): the origin and lane 1 agree; with the
+    3 x 2 side first its top digit at lane 2 differs (2 against 1); with the 2 x 3 side first its
+    top digit is lane 1 again and its next unit is lane 2 (1 against 2). So the witness is lane 2
+    both ways (a search that skips or moves the top digits names lane 3, also a valid witness:
+    this pins the order). Kills ``_candidate_diff`` 9, 10, 11."""
+    dims = [("lane", 6)]
+    a = digits(dims, [4], [("lane", 1, 3, (1,)), ("lane", 3, 2, (1,))])
+    b = digits(dims, [4], [("lane", 1, 2, (1,)), ("lane", 2, 3, (1,))])
+    for x, y in ((a, b), (b, a)):
+        res = radix_decides(x, y, "not_equal")
+        assert res.witness["hardware"] == {"lane": 2}
