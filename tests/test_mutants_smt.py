@@ -165,3 +165,83 @@ def test_an_undecided_range_check_is_not_remembered(monkeypatch):
     monkeypatch.undo()
     with pytest.raises(LayoutError):
         z3(bad, good)
+
+
+# -- witnesses that do not re-evaluate -----------------------------------------------------------
+def test_a_pointwise_witness_that_does_not_re_evaluate_is_unknown(monkeypatch):
+    """When the location z3 gives does not hold different elements on re-evaluation (a solver or
+    lowering fault, injected here by re-evaluating both sides to the same element), the result is
+    ``unknown`` with that witness and the internal reason, never a verdict. Kills ``_z3_compare``
+    101–103, 105–114, 116, 117."""
+    a, b = PAIR_DIFF_THREADS
+    monkeypatch.setattr(Pair, "location_witness", lambda self, loc: {"hardware": dict(loc), "a": [0, 0], "b": [0, 0]})
+    res = z3(a, b)
+    assert (res.verdict, res.method) == ("unknown", "z3")
+    assert res.reason == "internal: z3 witness did not re-evaluate as a difference"
+    assert res.witness["a"] == res.witness["b"] == [0, 0] and set(res.witness["hardware"]) == {"register", "lane"}
+
+
+def test_a_thread_witness_that_does_not_re_evaluate_is_unknown(monkeypatch):
+    """The same for the per-thread set query's witness (``_thread_witness_ok`` says no): ``unknown``
+    with the location z3 gave, re-evaluated on both sides. Kills ``_z3_compare`` 177–179, 181–191,
+    193, 194."""
+    a, b = PAIR_DIFF_THREADS
+    monkeypatch.setattr(SMT, "_thread_witness_ok", lambda pair, side, loc: False)
+    res = z3(a, b)
+    assert (res.verdict, res.method) == ("unknown", "z3")
+    assert res.reason == "internal: z3 thread witness did not re-evaluate"
+    assert location_witness_ok(a, b, res.witness)
+
+
+def test_thread_witness_check_against_the_table():
+    """``_thread_witness_ok(pair, side, loc)``: the element ``side`` holds at ``loc`` is held by
+    no register of the same thread on the other side, by brute force; a location outside
+    ``side`` is no witness. Kills ``_thread_witness_ok`` 17 (outside taken as a witness), 21 (only
+    register 0 of the other side looked at), 48 (the element looked for in every register at
+    once), 50 (nothing looked for)."""
+    a = Layout([("register", 2), ("lane", 2)], [("dim0", 2), ("dim1", 2)], [lane, reg])
+    b = Layout([("register", 2), ("lane", 2)], [("dim0", 2), ("dim1", 2)], [lane, (reg + lane) % 2])
+    c = Layout([("register", 4), ("lane", 2)], [("dim0", 2), ("dim1", 2)], [lane, reg % 2])
+    for x, y in ((a, b), (b, a), (a, c), (c, a), (b, c)):
+        p = Pair(x, y)
+        for side, other in (("a", "b"), ("b", "a")):
+            sz = p.sizes(side)
+            for r in range(sz["register"]):
+                for l in range(sz["lane"]):
+                    loc = {"register": r, "lane": l}
+                    el = p.evaluate(side, loc)
+                    held = {tuple(p.evaluate(other, {"register": r2, "lane": l}))
+                            for r2 in range(p.sizes(other)["register"])}
+                    assert SMT._thread_witness_ok(p, side, loc) == (tuple(el) not in held), (x, y, side, loc)
+    p = Pair(a, c)
+    assert SMT._thread_witness_ok(p, "a", {"register": 3, "lane": 0}) is False  # A has 2 registers
+
+
+def test_a_coverage_witness_that_does_not_re_evaluate_is_unknown(monkeypatch):
+    """A coverage witness is re-checked against the other layout's table: when z3's element turns
+    out to be held there after all (injected: B's enumerated element set misses one element B
+    holds), the answer is ``unknown`` naming that, not ``different_tensors``. Kills ``_coverage``
+    226, 230, 233–236 and ``Query.__init__`` 29 (a sat query's reason, shown as ``unknown``)."""
+    a, b = PAIR_DIFF_THREADS
+    real = SMT._element_set
+    monkeypatch.setattr(SMT, "_element_set", lambda lay: real(lay)[1:] if lay is b else real(lay))
+    res = z3(a, b)
+    assert (res.verdict, res.method) == ("unknown", "z3")
+    assert res.reason == ("A and B differ (see witness), but z3 gave up on a coverage witness that did not "
+                          "re-evaluate (unknown), so it is undecided whether they cover the same elements")
+
+
+def test_coverage_witnesses_are_rechecked_up_to_the_table_limit_inclusive(monkeypatch):
+    """``RECHECK_TABLE`` is inclusive: a layout of exactly that many locations is re-checked
+    (``_not_held`` 1), and past it a witness is taken as it is, not refused (``_not_held`` 2)."""
+    a, b = PAIR_DIFF_THREADS
+    real = SMT._element_set
+    monkeypatch.setattr(SMT, "_element_set", lambda lay: real(lay)[1:] if lay is b else real(lay))
+    monkeypatch.setattr(SMT, "RECHECK_TABLE", b.in_size())
+    assert z3(a, b).verdict == "unknown"
+    monkeypatch.undo()
+    monkeypatch.setattr(SMT, "RECHECK_TABLE", 0)
+    a2 = Layout([("lane", 4)], [("dim0", 4)], [lane])
+    b2 = Layout([("lane", 4)], [("dim0", 4)], [lane % 2])
+    res = z3(a2, b2)
+    assert res.verdict == "different_tensors" == brute_verdict(a2, b2) and witness_problem(a2, b2, res) is None
