@@ -127,7 +127,8 @@ def test_an_undecided_thread_set_query_keeps_the_differing_location(monkeypatch,
 def test_an_undecided_coverage_query_keeps_the_differing_location(monkeypatch, why):
     """``unknown`` from the coverage query once the pair is known to differ: verdict ``unknown``,
     the witness the differing location, the reason says they differ, which inclusion z3 gave up
-    on and z3's reason. Kills ``_z3_compare`` 226–250 and ``_coverage`` 104, 210–215."""
+    on and z3's reason. Kills ``_z3_compare`` 226–250 (but 234, 247: the seconds, which ``compare``
+    sets) and ``_coverage`` 104, 210–215."""
     a, b = PAIR_DIFF_THREADS
     force_unknown(monkeypatch, "covered", why=why)
     res = z3(a, b)
