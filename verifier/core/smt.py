@@ -64,9 +64,24 @@ def width_for(pair) -> int:
         bound = facts.get("bound")
         if bound is None:
             bounds = {n: s - 1 for n, s in lay.in_dims}
-            bound = facts["bound"] = max([E.max_intermediate(e, bounds) for e in lay.exprs], default=0)
+            bound = facts["bound"] = max([max(E.max_intermediate(e, bounds), E.fold(e, _CONSTANTS))
+                                          for e in lay.exprs], default=0)
         top = max(top, bound)
     return top.bit_length() + 1
+
+
+# The largest constant operand of an expression (divisors, moduli, shift amounts, masks, factors,
+# table values), as an :func:`layoutverify.core.expr.fold` rule set: a constant is lowered to a
+# bit-vector of the query's width too, and must not wrap (``x // 64`` with ``x < 8`` is 0, but
+# ``64`` in 4 bits is 0 and ``UDiv(x, 0)`` is all ones).
+_CONSTANTS = {
+    E.Var: lambda x: 0,
+    E.Const: lambda x: x.value,
+    E.Add: lambda x, a, b: max(a, b),
+    E.Xor: lambda x, a, b: max(a, b),
+    **{t: (lambda x, a: max(a, x.c)) for t in (E.Mul, E.FloorDiv, E.Mod, E.And, E.Shr, E.Shl)},
+    E.Lookup: lambda x, i: max(i, int(np.max(x.values)) if len(x.values) else 0),
+}
 
 
 @Layout.derive("smt_facts")
