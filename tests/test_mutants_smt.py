@@ -491,3 +491,17 @@ def test_a_difference_of_thread_sets_says_so():
     res = z3(a, b)
     assert res.verdict == brute_verdict(a, b) == "not_equal"
     assert "is in no register of thread" in res.reason and witness_problem(a, b, res) is None
+
+
+@pytest.mark.parametrize("dims", [[("offset", 4096)], [("lane", 64), ("warp", 64)]])
+def test_z3_never_proves_equal_through_a_wrapped_modulus(dims):
+    """``x % 20000`` against ``x % 3616`` over 4096 locations: the first is the identity, the
+    second is not, so the tensors differ (element 3616 is held by the first only). With widths
+    sized without the constants, 20000 wrapped to 3616 in 13 bits and z3 proved them ``equal``:
+    the verdict must be the brute-force one, and its witness must re-check."""
+    x = E.Var(dims[0][0]) if len(dims) == 1 else E.Var("lane") + E.Var("warp") * 64
+    a = Layout(dims, [("dim0", 4096)], [x % 20000])
+    b = Layout(dims, [("dim0", 4096)], [x % 3616])
+    res = compare(a, b, method="z3")
+    assert res.verdict == brute_verdict(a, b) == "different_tensors"
+    assert witness_problem(a, b, res) is None
