@@ -382,7 +382,11 @@ def test_the_token_table_stays_within_twice_its_live_size():
 
 
 def test_expressions_too_deep_to_compare_are_left_to_a_strategy():
-    """Expressions whose equality recursion runs out of stack are not taken as identical."""
+    """Deep expression trees (6000 levels) that differ at the root: a strategy decides
+    ``not_equal`` with a witness that re-checks. (Trees equal down to a depth past the recursion
+    limit, where comparing them raises ``RecursionError``, are in
+    ``tests/test_mutants_verdict.py::test_expressions_too_deep_to_compare_are_not_taken_as_identical``:
+    under pytest the limit here may be raised, so this test need not reach that path.)"""
     lane = E.Var("lane")
     ea = eb = lane
     for _ in range(3000):
