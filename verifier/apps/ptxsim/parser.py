@@ -140,9 +140,6 @@ def parse_ptx(ptx: str) -> Program:
         raise ParseError("the .entry function has no body")
     body = list(range(i + 2, len(lines) + 1))    # after the body's opening brace
     local_names = _scope_locals(lines, body)
-    depth = 0
-    scopes: list[int] = [0]
-    n_scopes = 0
     instructions: list[Instruction] = []
     labels: dict[str, int] = {}
     registers: dict[str, str] = {}
@@ -151,23 +148,8 @@ def parse_ptx(ptx: str) -> Program:
     pending_line = 0
     pending_observe = False
     loc = None
-    for lineno in body:
-        raw = lines[lineno - 1]
+    for lineno, raw, s, scopes in _scoped_lines(lines, body):
         observe = OBSERVE_MARK in raw
-        s = raw.split("//", 1)[0].strip()
-        if not s:
-            continue
-        if s == "{":
-            depth += 1
-            n_scopes += 1
-            scopes.append(n_scopes)
-            continue
-        if s == "}":
-            if depth == 0:
-                break
-            depth -= 1
-            scopes.pop()
-            continue
         if s.startswith(".loc"):
             lm = re.match(r"\.loc\s+(\d+)\s+(\d+)", s)
             loc = (int(lm.group(1)), int(lm.group(2))) if lm else loc
@@ -211,23 +193,33 @@ def parse_ptx(ptx: str) -> Program:
                    params=params, threads=threads, target=target, param_types=param_types, files=files)
 
 
-def _scope_locals(lines, body) -> dict[int, set[str]]:
-    """Scope number -> the register names and labels declared in it (scopes below the body's own)."""
-    out: dict[int, set[str]] = {}
-    depth, scopes, n = 0, [0], 0
+def _scoped_lines(lines, body):
+    """The body's statements line by line, braces taken as nested scopes: yields ``(line number,
+    raw line, text without its comment, enclosing scope numbers)`` for every line that is neither
+    empty nor a brace. Scope 0 is the body's own; nested scopes are numbered in the order they
+    open (the list yielded is live: innermost last). Ends at the body's closing brace."""
+    scopes, n = [0], 0
     for lineno in body:
-        s = lines[lineno - 1].split("//", 1)[0].strip()
+        raw = lines[lineno - 1]
+        s = raw.split("//", 1)[0].strip()
+        if not s:
+            continue
         if s == "{":
-            depth += 1
             n += 1
             scopes.append(n)
             continue
         if s == "}":
-            if depth == 0:
+            if len(scopes) == 1:
                 break
-            depth -= 1
             scopes.pop()
             continue
+        yield lineno, raw, s, scopes
+
+
+def _scope_locals(lines, body) -> dict[int, set[str]]:
+    """Scope number -> the register names and labels declared in it (scopes below the body's own)."""
+    out: dict[int, set[str]] = {}
+    for _, _, s, scopes in _scoped_lines(lines, body):
         if scopes[-1] == 0:
             continue
         names = out.setdefault(scopes[-1], set())
